@@ -1,0 +1,1 @@
+"""Proofs with z3 about the implementation's algorithms, for unbounded values."""

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Prepares a machine for tidemark: a project virtualenv with the project installed, and Java >= 17.
+# Idempotent and quick when nothing changed (the install is keyed on pyproject.toml's hash).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/.venv"
+python="${PYTHON:-python3}"
+
+java_major() {
+    # `java -version` prints e.g. 'openjdk version "17.0.15" 2025-04-15' (or "1.8.0_392" for Java 8).
+    java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print (v[1] == "1" ? v[2] : v[1]); exit}'
+}
+
+ensure_java() {
+    if command -v java >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ] 2>/dev/null; then
+        return
+    fi
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+        echo "bootstrap: Java >= 17 not found; installing a headless JRE with apt-get" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+        if command -v java >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ] 2>/dev/null; then
+            return
+        fi
+    fi
+    echo "bootstrap: tidemark needs Java >= 17 on PATH (for TLC and Spark)." >&2
+    echo "           Install a JDK/JRE 17+ (e.g. 'apt-get install openjdk-17-jre-headless') and retry." >&2
+    exit 3
+}
+
+ensure_venv() {
+    if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+        echo "bootstrap: tidemark needs Python >= 3.11 ('$python' is older); set PYTHON=python3.11" >&2
+        exit 3
+    fi
+    [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+    stamp="$venv/.tidemark-installed"
+    want="$(sha256sum "$root/pyproject.toml" | cut -d' ' -f1)"
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+        echo "bootstrap: installing tidemark and its dependencies into .venv" >&2
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[dev]"
+        echo "$want" > "$stamp"
+    fi
+}
+
+ensure_java
+ensure_venv

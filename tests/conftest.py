@@ -1,0 +1,19 @@
+"""Shared test configuration: a pinned Hypothesis profile so CI runs are reproducible."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+# CI and local runs use the same derandomized profile: failures reproduce byte for byte.
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    max_examples=200,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", deadline=None, max_examples=1000)
+settings.load_profile(os.environ.get("TIDEMARK_HYPOTHESIS_PROFILE", "ci"))
