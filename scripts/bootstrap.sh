@@ -17,15 +17,15 @@ ensure_java() {
         return
     fi
     if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-        echo "bootstrap: Java >= 17 not found; installing a headless JRE with apt-get" >&2
+        echo "bootstrap: Java >= 17 not found; installing a headless JDK with apt-get" >&2
         DEBIAN_FRONTEND=noninteractive apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null
         if command -v java >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ] 2>/dev/null; then
             return
         fi
     fi
-    echo "bootstrap: tidemark needs Java >= 17 on PATH (for TLC and Spark)." >&2
-    echo "           Install a JDK/JRE 17+ (e.g. 'apt-get install openjdk-17-jre-headless') and retry." >&2
+    echo "bootstrap: tidemark needs Java (JDK) >= 17 on PATH (TLC, Spark, and javac for the affinity test vectors)." >&2
+    echo "           Install a JDK/JRE 17+ (e.g. 'apt-get install openjdk-17-jdk-headless') and retry." >&2
     exit 3
 }
 

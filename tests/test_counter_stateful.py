@@ -18,6 +18,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from conformance.mutants import NoOutOfOrderTrackingCounter
 from impl.counter import PartitionUpdateCounter
 
 
@@ -162,20 +163,6 @@ def make_machine(counter_cls: type[PartitionUpdateCounter]) -> type[RuleBasedSta
 
     CounterMachine.__name__ = f"CounterMachine[{counter_cls.__name__}]"
     return CounterMachine
-
-
-class NoOutOfOrderTrackingCounter(PartitionUpdateCounter):
-    """Mutant: update moves lwm to the highest applied counter, ignoring holes (no out-of-order tracking).
-
-    The bug the seed warns about: a primary that fails before the lower range is applied reports an LWM
-    that claims updates it never had, so rebalancing never restores them.
-    """
-
-    def update(self, start: int, delta: int) -> bool:
-        if start < self.lwm:
-            return False
-        self._lwm = start + delta
-        return True
 
 
 TestPartitionUpdateCounter = make_machine(PartitionUpdateCounter).TestCase

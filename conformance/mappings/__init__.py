@@ -1,1 +1,49 @@
-"""One mapping module per spec: abstract / concretize / apply / enabled between spec states and impl values."""
+"""One mapping module per spec: abstract / concretize / apply / enabled between spec states and impl values.
+
+A mapping is built for one model (its constants) and is what replay needs to check an edge
+s --a--> s' (apply(concretize(s), a) abstracts to s') and a state (enabled(concretize(s)) equals the
+actions on s's outgoing edges). Mappings are plain Python: Spark workers import them by spec name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from conformance.errors import TidemarkError
+from conformance.tlc.values import Value
+
+State = dict[str, Value]
+
+# spec module name -> mapping module (spec/X.tla <-> impl/x.py <-> conformance/mappings/x.py)
+MAPPINGS = {
+    "UpdateCounter": "conformance.mappings.counter",
+}
+
+
+class ReplayError(Exception):
+    """The implementation refused or contradicted a step the spec takes (reported as a mismatch)."""
+
+
+class SpecMapping(Protocol):
+    spec: str
+
+    def concretize(self, state: State) -> Any: ...
+
+    def apply(self, impl: Any, action: Value) -> Any: ...
+
+    def abstract(self, impl: Any) -> State: ...
+
+    def enabled(self, impl: Any) -> set[Value]: ...
+
+
+def mapping_for(spec: str, constants: Mapping[str, Value], mutant: str | None = None) -> SpecMapping:
+    """The mapping of spec module `spec` for a model with these constants (optionally a mutant impl)."""
+    if spec not in MAPPINGS:
+        raise TidemarkError(
+            f"no conformance mapping for spec {spec}", source=spec, expected=f"one of {sorted(MAPPINGS)}"
+        )
+    module = importlib.import_module(MAPPINGS[spec])
+    mapping: SpecMapping = module.build(constants, mutant)
+    return mapping

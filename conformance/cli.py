@@ -1,0 +1,236 @@
+"""The `tidemark` command: thin wrappers that parse arguments, call the library and print results.
+
+Human output goes through rich; --json prints one JSON object on stdout. Exit codes: 0 when the
+check holds, 1 when it does not (violation, mismatch), 2 for bad input (TidemarkError).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from conformance.errors import TidemarkError
+from conformance.tlc.output import TlcResult
+from conformance.tlc.runner import TlcOptions
+
+console = Console(stderr=True)
+out = Console()
+
+# The standard model of every spec the main job verifies, in dependency order.
+STANDARD_SPECS = [Path("spec/UpdateCounter.tla")]
+
+
+@contextmanager
+def tlc_progress(enabled: bool) -> Iterator[Callable[[str], None] | None]:
+    """A status line showing TLC's latest progress message while it runs (on stderr)."""
+    if not enabled or not console.is_terminal:
+        yield None
+        return
+    with console.status("TLC starting…") as status:
+
+        def on_line(line: str) -> None:
+            if line.startswith(("Progress(", "Finished computing", "Starting...", "Computing initial")):
+                status.update(f"TLC: {line[:110]}")
+
+        yield on_line
+
+
+def _tlc_options(args: argparse.Namespace) -> TlcOptions:
+    return TlcOptions(workers=args.workers, timeout=args.timeout, heap=args.heap)
+
+
+def _print_tlc(result: TlcResult, spec: Path) -> None:
+    style = "green" if result.outcome == "ok" else "red"
+    out.print(f"[bold]{spec}[/]: [{style}]{result.outcome}[/]")
+    table = Table(show_header=False, box=None, pad_edge=False)
+    for label, value in (
+        ("distinct states", result.distinct_states),
+        ("states generated", result.generated_states),
+        ("depth", result.depth),
+        ("seconds", result.seconds),
+    ):
+        if value is not None:
+            table.add_row(f"  {label}", f"{value:,}" if isinstance(value, int) else str(value))
+    out.print(table)
+    if result.error:
+        out.print(f"  [red]{result.error}[/]")
+    if result.parse_error is not None:
+        where = result.parse_error
+        out.print(f"  module {where.module}, line {where.line}, column {where.column}")
+    if result.violation is not None:
+        violation = result.violation
+        out.print(f"  violated: [bold]{violation.invariant or violation.kind}[/] after {len(violation.trace)} states")
+        for step in violation.trace:
+            out.print(f"  [cyan]{step.index}. {step.action}[/]")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from conformance.tlc.output import parse_output
+    from conformance.tlc.runner import run_tlc
+
+    with tlc_progress(not args.json) as on_line:
+        run = run_tlc(args.spec, args.config, _tlc_options(args), on_line)
+    result = parse_output(run, source=f"TLC on {args.spec}")
+    if args.json:
+        print(result.model_dump_json())
+    else:
+        _print_tlc(result, args.spec)
+    return 0 if result.outcome == "ok" else 1
+
+
+def cmd_conform(args: argparse.Namespace) -> int:
+    from conformance.conform import conform
+
+    with tlc_progress(not args.json) as on_line:
+        result = conform(
+            args.spec,
+            args.config,
+            master=args.master,
+            local=args.local,
+            mutant=args.mutant,
+            run_dir=args.run_dir,
+            options=_tlc_options(args),
+            on_line=on_line,
+        )
+    if args.json:
+        print(result.model_dump_json(exclude={"tlc"}))
+        return 0 if result.holds else 1
+    if result.tlc is not None and result.outcome != "ok":
+        _print_tlc(result.tlc, args.spec)
+        return 1
+    style = "green" if result.holds else "red"
+    out.print(
+        f"[bold]{args.spec}[/] conformance: [{style}]{'holds' if result.holds else 'FAILS'}[/]"
+        f" — {result.states:,} states, {result.edges_replayed:,}/{result.edges:,} edges replayed,"
+        f" {result.mismatches} edge mismatches, {result.enabledness_mismatches} enabledness mismatches"
+    )
+    out.print(
+        f"  TLC {result.tlc_seconds:.1f} s, graph load {result.load_seconds:.1f} s,"
+        f" replay {result.replay_seconds:.1f} s on {result.master or 'this process'}"
+    )
+    coverage = ", ".join(f"{name} {count:,}" for name, count in result.coverage.items())
+    out.print(f"  coverage: {coverage}")
+    for example in result.examples[:5]:
+        out.print(f"  [red]{example['kind']} mismatch[/] at state {example['src']}, action {example['action']}")
+        for line in example.get("diff") or []:  # type: ignore[union-attr]
+            out.print(f"    {line}")
+        if example.get("error"):
+            out.print(f"    {example['error']}")
+        for key in ("missing", "extra"):
+            if example.get(key):
+                out.print(f"    {key}: {example[key]}")
+    return 0 if result.holds else 1
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    from conformance.prove.counter import prove_counter
+
+    report = prove_counter(args.k)
+    if args.json:
+        print(report.model_dump_json())
+    else:
+        table = Table("operation", "case", "role", "claim", "status", "s")
+        for ob in report.obligations:
+            style = "green" if (ob.status == "proved") == (ob.role == "primary") else "red"
+            table.add_row(ob.operation, ob.case, ob.role, ob.claim, f"[{style}]{ob.status}[/]", f"{ob.seconds:.2f}")
+        out.print(table)
+        for ob in report.obligations:
+            if ob.counterexample is not None and ob.role == "backup":
+                out.print(f"backup counterexample ({ob.claim}): {ob.counterexample.model_dump_json()}")
+                break
+        out.print(f"primary invariants inductive (k={report.k}): {report.all_primary_proved}")
+        out.print(f"backup HWM >= LWM refuted: {report.backup_refuted}")
+    return 0 if report.all_primary_proved and report.backup_refuted else 1
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from conformance.conform import conform
+
+    ok = True
+    table = Table("spec", "TLC", "distinct states", "edges replayed", "mismatches", "TLC s", "replay s")
+    results = []
+    for spec in STANDARD_SPECS:
+        with tlc_progress(not args.json) as on_line:
+            result = conform(spec, master=args.master, options=_tlc_options(args), on_line=on_line)
+        results.append(result)
+        ok &= result.holds
+        table.add_row(
+            str(spec),
+            str(result.outcome),
+            f"{result.tlc.distinct_states:,}" if result.tlc and result.tlc.distinct_states else "-",
+            f"{result.edges_replayed:,}/{result.edges:,}",
+            str(result.mismatches + result.enabledness_mismatches),
+            f"{result.tlc_seconds:.1f}",
+            f"{result.replay_seconds:.1f}",
+        )
+    if args.json:
+        print(json.dumps({"holds": ok, "specs": [r.model_dump(mode="json", exclude={"tlc"}) for r in results]}))
+    else:
+        out.print(table)
+        out.print("[green]everything holds[/]" if ok else "[red]something does not hold[/]")
+    return 0 if ok else 1
+
+
+def _tlc_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, default=1, help="TLC worker threads (default 1)")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds before TLC is killed (default 900)")
+    parser.add_argument("--heap", default="2g", help="TLC's JVM heap, -Xmx (default 2g)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tidemark", description=__doc__.splitlines()[0] if __doc__ else None)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    check = commands.add_parser("check", help="model-check a spec with TLC")
+    check.add_argument("spec", type=Path)
+    check.add_argument("--config", type=Path, help="TLC model config (default: SPEC with .cfg)")
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    _tlc_arguments(check)
+    check.set_defaults(run=cmd_check)
+
+    conform = commands.add_parser("conform", help="replay a spec's state graph against the implementation")
+    conform.add_argument("spec", type=Path)
+    conform.add_argument("--config", type=Path, help="TLC model config (default: SPEC with .cfg)")
+    conform.add_argument("--master", help="Spark master URL (default local[*])")
+    conform.add_argument("--local", action="store_true", help="replay in this process, without Spark")
+    conform.add_argument("--mutant", help="replay against a deliberately broken implementation")
+    conform.add_argument("--run-dir", type=Path, help="where the graph and results go (default runs/SPEC-CFG)")
+    conform.add_argument("--json", action="store_true", help="print one JSON object")
+    _tlc_arguments(conform)
+    conform.set_defaults(run=cmd_conform)
+
+    prove = commands.add_parser("prove", help="prove the counter's invariants inductive with z3")
+    prove.add_argument("--k", type=int, default=4, help="out-of-order items covered by the proof (default 4)")
+    prove.add_argument("--json", action="store_true", help="print one JSON object")
+    prove.set_defaults(run=cmd_prove)
+
+    verify = commands.add_parser("verify", help="the main job: check and conform every spec's standard model")
+    verify.add_argument("--master", help="Spark master URL (default local[*])")
+    verify.add_argument("--json", action="store_true", help="print one JSON object")
+    _tlc_arguments(verify)
+    verify.set_defaults(run=cmd_verify)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except TidemarkError as error:
+        console.print(f"[red]error:[/] {error.describe()}", highlight=False)
+        return error.exit_code
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]")
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

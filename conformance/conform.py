@@ -1,0 +1,197 @@
+"""`tidemark conform`: TLC dumps the model's state graph, Spark replays every edge against the impl.
+
+Run directory layout (one per spec and model, reused by later commands):
+    states.parquet, edges.parquet   the state graph (conformance/tlc/dot.py)
+    mismatches.parquet              every mismatch example kept (ITF JSON per row)
+    summary.json                    the ConformResult
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from functools import partial
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, Field
+
+from conformance.errors import TidemarkError
+from conformance.replay import ReplaySummary, replay_partition, replay_states
+from conformance.spark import spark_session
+from conformance.tlc.config import read_config
+from conformance.tlc.dot import GraphSummary, dot_to_parquet
+from conformance.tlc.output import Outcome, TlcResult, parse_output
+from conformance.tlc.runner import TlcOptions, run_tlc
+from conformance.tlc.values import Value
+
+
+class ConformResult(BaseModel):
+    spec: str
+    config: str
+    mutant: str | None = None
+    outcome: Outcome = Field(description="TLC's outcome while dumping the graph")
+    states: int = 0
+    edges: int = 0
+    edges_replayed: int = 0
+    mismatches: int = 0
+    enabledness_mismatches: int = 0
+    tlc_seconds: float = 0.0
+    load_seconds: float = 0.0
+    replay_seconds: float = 0.0
+    master: str | None = None
+    coverage: dict[str, int] = Field(default_factory=dict)
+    examples: list[dict[str, object]] = Field(default_factory=list)
+    tlc: TlcResult | None = None
+
+    @property
+    def holds(self) -> bool:
+        return (
+            self.outcome == Outcome.OK
+            and self.mismatches == 0
+            and self.enabledness_mismatches == 0
+            and self.edges_replayed == self.edges
+        )
+
+
+def default_run_dir(spec: Path, config: Path) -> Path:
+    return Path("runs") / f"{spec.stem}-{config.stem}"
+
+
+def replay_with_spark(
+    spark: object, graph: Path, spec: str, constants: Mapping[str, Value], mutant: str | None
+) -> ReplaySummary:
+    """Group each state with its outgoing edges (dst states joined in) and replay partitions in parallel."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    assert isinstance(spark, SparkSession)
+    states = spark.read.parquet(str(graph / "states.parquet"))
+    edges = spark.read.parquet(str(graph / "edges.parquet"))
+    targets = states.select(
+        F.col("fp").alias("dst"), F.col("state").alias("dst_state"), F.col("action").alias("dst_action")
+    )
+    outgoing = (
+        edges.join(targets, "dst")
+        .groupBy("src")
+        .agg(F.collect_list(F.struct("dst", "dst_state", "dst_action")).alias("out"))
+    )
+    parallelism = max(spark.sparkContext.defaultParallelism * 4, 8)
+    rows = (
+        states.join(outgoing, states.fp == outgoing.src, "left")
+        .select("fp", "state", "out")
+        .repartition(parallelism, "fp")
+    )
+    summaries = rows.rdd.mapPartitions(partial(replay_partition, spec, dict(constants), mutant)).collect()
+    total = ReplaySummary()
+    for summary in summaries:
+        total = total.merge(ReplaySummary.model_validate_json(summary))
+    return total
+
+
+def replay_locally(graph: Path, spec: str, constants: Mapping[str, Value], mutant: str | None) -> ReplaySummary:
+    """The same replay in this process, without Spark (a baseline for benchmarks and small graphs)."""
+    states = pq.read_table(graph / "states.parquet").to_pydict()
+    edges = pq.read_table(graph / "edges.parquet").to_pydict()
+    by_fp = dict(zip(states["fp"], states["state"], strict=True))
+    actions = dict(zip(states["fp"], states["action"], strict=True))
+    outgoing: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
+    for src, dst in zip(edges["src"], edges["dst"], strict=True):
+        outgoing[src].append((dst, by_fp[dst], actions[dst]))
+    rows = ((fp, by_fp[fp], outgoing.get(fp, [])) for fp in states["fp"])
+    return replay_states(spec, constants, mutant, rows)
+
+
+def _write_mismatches(path: Path, summary: ReplaySummary) -> None:
+    table = pa.table({"mismatch": [m.model_dump_json() for m in summary.examples]})
+    partial_path = path.with_name(path.name + ".partial")
+    pq.write_table(table, partial_path)
+    partial_path.replace(path)
+
+
+def dump_graph(
+    spec: Path, config: Path, graph: Path, options: TlcOptions, on_line: Callable[[str], None] | None
+) -> tuple[TlcResult, GraphSummary | None, float]:
+    """Run TLC with the dot dump and convert it to Parquet in `graph`; the dot file is removed."""
+    graph.mkdir(parents=True, exist_ok=True)
+    dot = graph / "graph.dot"
+    try:
+        run = run_tlc(spec, config, options.model_copy(update={"dump_dot": dot}), on_line)
+        result = parse_output(run, source=f"TLC on {spec}")
+        if result.outcome != Outcome.OK:
+            return result, None, 0.0
+        started = time.monotonic()
+        summary = dot_to_parquet(dot, graph / "states.parquet", graph / "edges.parquet")
+        return result, summary, time.monotonic() - started
+    finally:
+        dot.unlink(missing_ok=True)
+
+
+def conform(
+    spec: Path,
+    config: Path | None = None,
+    *,
+    master: str | None = None,
+    local: bool = False,
+    mutant: str | None = None,
+    run_dir: Path | None = None,
+    options: TlcOptions | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> ConformResult:
+    """Model-check `spec` with a state-graph dump and replay every edge and state on the impl."""
+    config = config or spec.with_suffix(".cfg")
+    model = read_config(config)
+    run_dir = run_dir or default_run_dir(spec, config)
+    tlc, graph, load_seconds = dump_graph(spec, config, run_dir, options or TlcOptions(), on_line)
+    result = ConformResult(
+        spec=spec.stem,
+        config=str(config),
+        mutant=mutant,
+        outcome=tlc.outcome,
+        tlc_seconds=tlc.seconds,
+        load_seconds=round(load_seconds, 3),
+        tlc=tlc,
+    )
+    if graph is None:
+        return result
+    if graph.states_without_action:
+        raise TidemarkError(
+            f"{graph.states_without_action} states have no `action` variable, so their edges cannot be replayed",
+            source=str(spec),
+            expected="a spec that records each step in `action` (see DESIGN.md)",
+        )
+    started = time.monotonic()
+    if local:
+        summary = replay_locally(run_dir, spec.stem, model.constants, mutant)
+    else:
+        with spark_session(master) as spark:
+            result.master = spark.sparkContext.master
+            summary = replay_with_spark(spark, run_dir, spec.stem, model.constants, mutant)
+    result.replay_seconds = round(time.monotonic() - started, 3)
+    if (summary.states, summary.edges) != (graph.states, graph.edges):
+        raise TidemarkError(
+            f"replay saw {summary.states} states and {summary.edges} edges, the dump holds "
+            f"{graph.states} and {graph.edges}",
+            source=str(run_dir),
+            expected="every state and edge of the graph replayed once",
+        )
+    result = result.model_copy(
+        update={
+            "states": summary.states,
+            "edges": summary.edges,
+            "edges_replayed": summary.edges_replayed,
+            "mismatches": summary.mismatches,
+            "enabledness_mismatches": summary.enabledness_mismatches,
+            "coverage": summary.coverage,
+            "examples": [m.model_dump(mode="json") for m in summary.examples[:20]],
+        }
+    )
+    _write_mismatches(run_dir / "mismatches.parquet", summary)
+    summary_path = run_dir / "summary.json"
+    summary_path.with_suffix(".partial").write_text(result.model_dump_json(indent=2))
+    os.replace(summary_path.with_suffix(".partial"), summary_path)
+    return result
+

@@ -1,0 +1,451 @@
+"""Distribution lab: how evenly each placement spreads partitions, and how much it moves on a join or leave.
+
+Pure metric functions, plus `run_distribution`: a Spark job over the grid algorithms x node counts x
+trials, each trial a topology of random node names derived from the seed. docs/distribution.md explains the
+figures; `write_distribution_artifacts` renders a report as JSON, PNG plots and an HTML table.
+"""
+
+from __future__ import annotations
+
+import html
+import random
+import statistics
+import uuid
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
+
+from impl.affinity import MAX_PARTITIONS, Assignment
+from impl.placement import (
+    Placement,
+    bounded_rendezvous,
+    jump,
+    modulo,
+    ncache,
+    ncache_after_leave,
+    rendezvous,
+    ring,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from pyspark.sql import SparkSession
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Algorithm(_Frozen):
+    """A placement to measure; `vnodes` applies to the ring, `eps` to bounded rendezvous."""
+
+    kind: Literal["modulo", "ring", "jump", "rendezvous", "bounded", "ncache"]
+    vnodes: PositiveInt = 100
+    eps: float = Field(default=0.05, ge=0)
+
+    @property
+    def label(self) -> str:
+        if self.kind == "ring":
+            return f"ring-{self.vnodes}"
+        if self.kind == "bounded":
+            return f"bounded-{self.eps:g}"
+        return self.kind
+
+    def placement(self) -> Placement:
+        if self.kind == "ring":
+            return partial(ring, vnodes=self.vnodes)
+        if self.kind == "bounded":
+            return partial(bounded_rendezvous, eps=self.eps)
+        return {"modulo": modulo, "jump": jump, "rendezvous": rendezvous, "ncache": ncache}[self.kind]
+
+
+DEFAULT_ALGORITHMS: tuple[Algorithm, ...] = (
+    Algorithm(kind="modulo"),
+    Algorithm(kind="ring", vnodes=1),
+    Algorithm(kind="ring", vnodes=100),
+    Algorithm(kind="jump"),
+    Algorithm(kind="rendezvous"),
+    Algorithm(kind="bounded", eps=0.05),
+    Algorithm(kind="bounded", eps=0.04),
+    Algorithm(kind="bounded", eps=0.0),
+    Algorithm(kind="ncache"),
+)
+
+
+class DistributionConfig(_Frozen):
+    """The sweep: every algorithm at every node count, `trials` topologies each."""
+
+    partitions: int = Field(default=1024, ge=1, le=MAX_PARTITIONS)
+    backups: int = Field(default=0, ge=0)
+    node_counts: tuple[int, ...] = (4, 8, 16, 32, 64)
+    trials: PositiveInt = 10
+    seed: int = 0
+    algorithms: tuple[Algorithm, ...] = DEFAULT_ALGORITHMS
+
+    @field_validator("node_counts")
+    @classmethod
+    def _at_least_two(cls, counts: tuple[int, ...]) -> tuple[int, ...]:
+        if not counts or min(counts) < 2:
+            raise ValueError("node counts must be >= 2 (a leave needs a survivor)")
+        return counts
+
+    @field_validator("algorithms")
+    @classmethod
+    def _distinct_labels(cls, algorithms: tuple[Algorithm, ...]) -> tuple[Algorithm, ...]:
+        labels = [a.label for a in algorithms]
+        if not labels or len(set(labels)) != len(labels):
+            raise ValueError(f"algorithms must be distinct and non-empty, got {labels}")
+        return algorithms
+
+
+class Loads(_Frozen):
+    """Copies per node: primaries, backups and both."""
+
+    primaries: tuple[int, ...]
+    backups: tuple[int, ...]
+    total: tuple[int, ...]
+
+
+class LoadStats(_Frozen):
+    """Spread of per-node loads; chi_square is against a uniform spread (as Ignite's benchmark scores it)."""
+
+    peak_mean: float
+    min_mean: float
+    cv: float
+    chi_square: float
+
+
+class Movement(_Frozen):
+    """What a join or leave did: the fraction of partitions whose owner set changed, the least a balanced
+    placement must change (`ratio` = changed / ideal), and the fraction with parasitic moves."""
+
+    changed: float
+    ideal: float
+    ratio: float
+    parasitic: float
+
+
+class TrialResult(_Frozen):
+    algorithm: str
+    nodes: int
+    trial: int
+    primaries: LoadStats
+    total: LoadStats
+    join: Movement
+    leave: Movement
+
+
+class SummaryRow(_Frozen):
+    """Means over the trials of one algorithm at one node count (`worst_peak_mean`: the worst trial)."""
+
+    algorithm: str
+    nodes: int
+    trials: int
+    peak_mean: float
+    worst_peak_mean: float
+    primary_peak_mean: float
+    cv: float
+    chi_square: float
+    join_changed: float
+    join_ratio: float
+    join_parasitic: float
+    leave_changed: float
+    leave_ratio: float
+    leave_parasitic: float
+
+
+class DistributionReport(_Frozen):
+    config: DistributionConfig
+    trials: tuple[TrialResult, ...]
+    summary: tuple[SummaryRow, ...]
+
+
+# --- metrics ---------------------------------------------------------------------------------------
+
+
+def node_loads(assignment: Assignment, nodes: int) -> Loads:
+    primaries, backups = [0] * nodes, [0] * nodes
+    for owners in assignment:
+        if owners:
+            primaries[owners[0]] += 1
+        for backup in owners[1:]:
+            backups[backup] += 1
+    total = tuple(p + b for p, b in zip(primaries, backups, strict=True))
+    return Loads(primaries=tuple(primaries), backups=tuple(backups), total=total)
+
+
+def load_stats(loads: Sequence[int]) -> LoadStats:
+    mean = sum(loads) / len(loads)
+    if mean == 0:
+        raise ValueError("no copies placed")
+    return LoadStats(
+        peak_mean=max(loads) / mean,
+        min_mean=min(loads) / mean,
+        cv=statistics.pstdev(loads) / mean,
+        chi_square=sum((load - mean) ** 2 for load in loads) / mean,
+    )
+
+
+Event: TypeAlias = Literal["join", "leave"]
+
+
+def _owner_sets(assignment: Assignment, nodes: Sequence[str]) -> list[set[str]]:
+    return [{nodes[i] for i in owners} for owners in assignment]
+
+
+def owner_change(
+    before: Assignment, before_nodes: Sequence[str], after: Assignment, after_nodes: Sequence[str]
+) -> float:
+    """Fraction of partitions whose set of owners (by node name) differs between two placements."""
+    pairs = zip(_owner_sets(before, before_nodes), _owner_sets(after, after_nodes), strict=True)
+    return sum(old != new for old, new in pairs) / len(before)
+
+
+def parasitic_change(
+    before: Assignment,
+    before_nodes: Sequence[str],
+    after: Assignment,
+    after_nodes: Sequence[str],
+    node: str,
+    event: Event,
+) -> float:
+    """Fraction of partitions with a copy moved between nodes other than the one joining or leaving:
+    the seed's "parasitic traffic", 0 under minimal disruption."""
+    pairs = zip(_owner_sets(before, before_nodes), _owner_sets(after, after_nodes), strict=True)
+    if event == "join":
+        return sum(not new - {node} <= old for old, new in pairs) / len(before)
+    return sum(not old - {node} <= new for old, new in pairs) / len(before)
+
+
+def ideal_change(nodes: int, copies: int, event: Event) -> float:
+    """The least fraction of partitions a balanced placement must touch: a joiner takes copies/(N+1) of
+    the copies, each in a different partition; a leaver's copies/N must all be re-homed."""
+    return min(1.0, copies / (nodes + 1 if event == "join" else nodes))
+
+
+def movement(
+    before: Assignment,
+    before_nodes: Sequence[str],
+    after: Assignment,
+    after_nodes: Sequence[str],
+    node: str,
+    event: Event,
+) -> Movement:
+    """The Movement of a join or leave of `node`; copies per partition are read from `before`."""
+    changed = owner_change(before, before_nodes, after, after_nodes)
+    ideal = ideal_change(len(before_nodes), max(len(owners) for owners in before), event)
+    return Movement(
+        changed=changed,
+        ideal=ideal,
+        ratio=changed / ideal,
+        parasitic=parasitic_change(before, before_nodes, after, after_nodes, node, event),
+    )
+
+
+# --- one trial -------------------------------------------------------------------------------------
+
+
+def trial_topology(seed: int, nodes: int, trial: int) -> tuple[list[str], str, int]:
+    """Node names (UUID strings, as Ignite's consistent ids often are), a joiner and a leaver's index."""
+    rng = random.Random(f"tidemark-distribution:{seed}:{nodes}:{trial}")
+    names = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(nodes + 1)]
+    return names[:nodes], names[nodes], rng.randrange(nodes)
+
+
+def evaluate_trial(config: DistributionConfig, algorithm: Algorithm, nodes: int, trial: int) -> TrialResult:
+    names, joiner, leaver = trial_topology(config.seed, nodes, trial)
+    place = algorithm.placement()
+    p, b = config.partitions, config.backups
+    base = place(p, names, b)
+    loads = node_loads(base, nodes)
+    joined = [*names, joiner]
+    survivors = names[:leaver] + names[leaver + 1 :]
+    # NCache's map depends on history: its leave applies to the current map instead of starting afresh.
+    history = algorithm.kind == "ncache"
+    left = ncache_after_leave(p, names, b, leaver) if history else place(p, survivors, b)
+    return TrialResult(
+        algorithm=algorithm.label,
+        nodes=nodes,
+        trial=trial,
+        primaries=load_stats(loads.primaries),
+        total=load_stats(loads.total),
+        join=movement(base, names, place(p, joined, b), joined, joiner, "join"),
+        leave=movement(base, names, left, survivors, names[leaver], "leave"),
+    )
+
+
+def summarize(trials: Sequence[TrialResult]) -> tuple[SummaryRow, ...]:
+    """One row per (algorithm, node count), in the order the algorithms first appear."""
+    groups: dict[tuple[str, int], list[TrialResult]] = {}
+    for result in trials:
+        groups.setdefault((result.algorithm, result.nodes), []).append(result)
+    rows = []
+    mean = statistics.fmean
+    for (algorithm, nodes), group in groups.items():
+        rows.append(
+            SummaryRow(
+                algorithm=algorithm,
+                nodes=nodes,
+                trials=len(group),
+                peak_mean=mean([r.total.peak_mean for r in group]),
+                worst_peak_mean=max(r.total.peak_mean for r in group),
+                primary_peak_mean=mean([r.primaries.peak_mean for r in group]),
+                cv=mean([r.total.cv for r in group]),
+                chi_square=mean([r.total.chi_square for r in group]),
+                join_changed=mean([r.join.changed for r in group]),
+                join_ratio=mean([r.join.ratio for r in group]),
+                join_parasitic=mean([r.join.parasitic for r in group]),
+                leave_changed=mean([r.leave.changed for r in group]),
+                leave_ratio=mean([r.leave.ratio for r in group]),
+                leave_parasitic=mean([r.leave.parasitic for r in group]),
+            )
+        )
+    order = {name: i for i, name in enumerate(dict.fromkeys(r.algorithm for r in trials))}
+    return tuple(sorted(rows, key=lambda r: (order[r.algorithm], r.nodes)))
+
+
+# --- the Spark job ---------------------------------------------------------------------------------
+
+
+def _evaluate_record(config_json: str, record: tuple[int, int, int]) -> dict[str, Any]:
+    """The per-record function run on executors: plain JSON in and out, no driver objects."""
+    config = DistributionConfig.model_validate_json(config_json)
+    algorithm, nodes, trial = record
+    return evaluate_trial(config, config.algorithms[algorithm], nodes, trial).model_dump(mode="json")
+
+
+def run_distribution(spark: SparkSession, config: DistributionConfig) -> DistributionReport:
+    """Sweep the grid as a Spark job: parallelize the records, map the pure trial function, collect."""
+    grid = [
+        (a, nodes, trial)
+        for a in range(len(config.algorithms))
+        for nodes in config.node_counts
+        for trial in range(config.trials)
+    ]
+    context = spark.sparkContext
+    slices = min(len(grid), 4 * context.defaultParallelism)
+    evaluate = partial(_evaluate_record, config.model_dump_json())
+    # collect() returns a mapped RDD in the order of the parallelized list: no sorting needed.
+    rows = context.parallelize(grid, slices).map(evaluate).collect()
+    trials = [TrialResult.model_validate(row) for row in rows]
+    return DistributionReport(config=config, trials=tuple(trials), summary=summarize(trials))
+
+
+# --- rendering -------------------------------------------------------------------------------------
+
+
+def _series(report: DistributionReport, metric: str) -> dict[str, tuple[list[int], list[float]]]:
+    series: dict[str, tuple[list[int], list[float]]] = {}
+    for row in report.summary:
+        xs, ys = series.setdefault(row.algorithm, ([], []))
+        xs.append(row.nodes)
+        ys.append(float(getattr(row, metric)))
+    return series
+
+
+_MARKERS = "osv^DPX*h<>"
+
+
+def _draw(axes: Axes, report: DistributionReport, metric: str) -> None:
+    """One line per algorithm over node counts, log-log with plain tick labels."""
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    for i, (name, (xs, ys)) in enumerate(_series(report, metric).items()):
+        # Several schemes coincide (e.g. at peak/mean 1.0): distinct markers and dashes keep them visible.
+        axes.plot(xs, ys, marker=_MARKERS[i % len(_MARKERS)], linestyle="-" if i % 2 else "--", label=name)
+    axes.set(xscale="log", yscale="log", xlabel="nodes")
+    counts = list(report.config.node_counts)
+    axes.set_xticks(counts, [str(n) for n in counts])
+    axes.yaxis.set_major_formatter(ScalarFormatter())
+    axes.yaxis.set_minor_formatter(NullFormatter())
+    axes.grid(True, which="both", alpha=0.3)
+
+
+def plot_distribution(report: DistributionReport, directory: Path) -> list[Path]:
+    """peak_mean.png (load peak/mean vs node count) and movement.png (join and leave vs ideal) as PNGs."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display on servers and CI
+    from matplotlib import pyplot as plt
+
+    directory.mkdir(parents=True, exist_ok=True)
+    config = report.config
+    subtitle = f"{config.partitions} partitions, {config.backups} backups, {config.trials} trials"
+
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    _draw(axes, report, "peak_mean")
+    top = max(row.peak_mean for row in report.summary)
+    # Peak/mean spans less than a decade: a log axis alone would label only 1.0.
+    axes.set_yticks([t for t in (1, 1.05, 1.1, 1.25, 1.5, 2, 3, 4, 6, 8) if t <= top * 1.05])
+    axes.set(ylabel="peak / mean load", title=f"Uniformity ({subtitle})")
+    axes.legend(fontsize="small")
+    peak = directory / "peak_mean.png"
+    figure.tight_layout()
+    figure.savefig(peak, dpi=110)
+    plt.close(figure)
+
+    figure, panes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    for pane, event in zip(panes, ("join", "leave"), strict=True):
+        _draw(pane, report, f"{event}_ratio")
+        pane.set(title=f"Partitions moved on a {event} / ideal ({config.backups} backups)")
+    panes[0].set_ylabel("moved fraction / ideal fraction")
+    panes[1].legend(fontsize="small")
+    move = directory / "movement.png"
+    figure.tight_layout()
+    figure.savefig(move, dpi=110)
+    plt.close(figure)
+    return [peak, move]
+
+
+_COLUMNS = (
+    ("algorithm", "algorithm", "{}"),
+    ("nodes", "nodes", "{}"),
+    ("peak_mean", "peak/mean", "{:.3f}"),
+    ("worst_peak_mean", "worst peak/mean", "{:.3f}"),
+    ("cv", "CV", "{:.3f}"),
+    ("chi_square", "chi²", "{:.1f}"),
+    ("join_changed", "moved on join", "{:.3f}"),
+    ("join_ratio", "join / ideal", "{:.2f}"),
+    ("join_parasitic", "parasitic on join", "{:.3f}"),
+    ("leave_changed", "moved on leave", "{:.3f}"),
+    ("leave_ratio", "leave / ideal", "{:.2f}"),
+    ("leave_parasitic", "parasitic on leave", "{:.3f}"),
+)
+
+
+def html_table(report: DistributionReport) -> str:
+    """The summary as an HTML <table> fragment (one row per algorithm and node count)."""
+    head = "".join(f"<th>{html.escape(title)}</th>" for _, title, _ in _COLUMNS)
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td>{html.escape(fmt.format(getattr(row, field)))}</td>" for field, _, fmt in _COLUMNS)
+        + "</tr>\n"
+        for row in report.summary
+    )
+    return (
+        f'<table class="distribution">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>\n'
+    )
+
+
+def markdown_table(report: DistributionReport, nodes: int | None = None) -> str:
+    """The summary as a Markdown table, optionally for one node count (for docs/distribution.md)."""
+    rows = [row for row in report.summary if nodes is None or row.nodes == nodes]
+    lines = [
+        "| " + " | ".join(title for _, title, _ in _COLUMNS) + " |",
+        "|" + "---|" * len(_COLUMNS),
+    ]
+    lines += ["| " + " | ".join(fmt.format(getattr(row, f)) for f, _, fmt in _COLUMNS) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_distribution_artifacts(report: DistributionReport, directory: Path) -> list[Path]:
+    """report.json, table.html and the plots in `directory`; returns the files written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    data = directory / "report.json"
+    data.write_text(report.model_dump_json(indent=2))
+    table = directory / "table.html"
+    table.write_text(html_table(report))
+    return [data, table, *plot_distribution(report, directory)]

@@ -1,0 +1,679 @@
+"""TLA+ values as TLC 2.15 prints them in states: parse, print, order, and convert to and from ITF JSON.
+
+Each TLA+ value has one Python representation, so a value parsed from TLC and the same value built by
+a mapping compare equal:
+
+======================  =====================  ==========================================
+TLA+ value              TLC prints             Python
+======================  =====================  ==========================================
+integer                 ``-3``                 ``int``
+Boolean                 ``TRUE``               ``bool``
+string                  ``"a\\"b"``            ``str``
+model value             ``s1``                 ``ModelValue("s1")``
+function on ``1..n``    ``<<1, "a">>``         ``tuple`` (``()`` for every empty function)
+set                     ``{1, 2}``, ``1..3``   ``frozenset``
+function on names       ``[a |-> 1]``          ``Record`` (non-empty; keys are field names)
+any other function      ``(k :> v @@ ...)``    ``Function`` (non-empty, not one of the above)
+======================  =====================  ==========================================
+
+TLC prints a function whose domain consists of name-like strings as a record and one on ``1..n``
+as a sequence, whatever built it, so ``make_function`` (used by the parser and ``from_itf``) picks
+the representation and ``Record`` / ``Function`` refuse contents that belong to another one.
+
+Integers and Booleans: Python has ``1 == True``, so a frozenset, a dict key or ``==`` on tuples
+cannot tell them apart. TLC never compares an integer with a Boolean (it stops with an error), so
+no TLC set or function domain mixes them; the parser and the constructors reject one that does
+instead of silently merging elements. To compare two values strictly, compare their
+``value_sort_key``s, which tag every value with its kind.
+
+Not covered: values TLC prints symbolically (``SUBSET S``, ``[S -> T]``, ``[a : S]``, lambdas) are
+refused, except that a bare name such as ``Nat`` reads as a model value; an interval ``lo..hi`` is
+read as the set of its elements.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
+from dataclasses import dataclass
+from itertools import islice
+from operator import length_hint
+from typing import TypeAlias, TypeVar
+
+from conformance.errors import TidemarkError
+
+__all__ = [
+    "JSON",
+    "Function",
+    "ModelValue",
+    "Record",
+    "SortKey",
+    "TlaValueError",
+    "Value",
+    "canonical_json",
+    "format_state",
+    "format_value",
+    "from_itf",
+    "make_function",
+    "parse_state",
+    "parse_value",
+    "state_from_itf",
+    "state_to_itf",
+    "to_itf",
+    "value_sort_key",
+]
+
+# A TLA+ identifier: letters, digits and underscores with at least one letter (so `1a` is one, `12` is not).
+_IDENT = re.compile(r"[0-9_]*[^\W\d_]\w*")
+# The parser's memo tables stop growing at this many entries (they only save time).
+_CACHE_LIMIT = 1 << 16
+# Names already checked: field names repeat in every record the parser reads.
+_KNOWN_NAMES: set[str] = set()
+
+
+def _is_name(s: str) -> bool:
+    """Whether TLC prints a function with this string in its domain as a record field (FcnRcdValue.isName)."""
+    if s in _KNOWN_NAMES:
+        return True
+    if _IDENT.fullmatch(s) is None or (len(s) >= 4 and s.startswith(("WF_", "SF_"))):
+        return False
+    if len(_KNOWN_NAMES) < _CACHE_LIMIT:
+        _KNOWN_NAMES.add(s)
+    return True
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class ModelValue:
+    """An uninterpreted constant of the model (``s1``, ``NoNode``), printed bare by TLC."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        # Anything else would print as a different value (or not parse back at all).
+        if _IDENT.fullmatch(self.name) is None or self.name in ("TRUE", "FALSE"):
+            raise ValueError(f"{self.name!r} is not a model value name (an identifier other than TRUE/FALSE)")
+
+
+# Mapping keys are invariant: this lets a dict[int, str] or dict[ModelValue, ...] through the type checker.
+_Key = TypeVar("_Key", bound="Value")
+
+
+class Record(Mapping[str, "Value"]):
+    """An immutable record ``[a |-> 1, b |-> 2]``; fields are kept sorted by name, as TLC normalizes them.
+
+    Field names must be names TLC prints as record fields (see ``make_function`` for other string keys)
+    and there must be at least one: the empty record is the empty function, ``()``.
+    """
+
+    __slots__ = ("_fields", "_hash")
+    _fields: dict[str, Value]
+    _hash: int | None
+
+    def __init__(
+        self, fields: Mapping[str, Value] | Iterable[tuple[str, Value]] = (), /, **kwargs: Value
+    ) -> None:
+        given = dict(fields, **kwargs)
+        if not given:
+            raise ValueError("a Record needs a field: the empty record is the empty function, ()")
+        for name in given:
+            if not isinstance(name, str) or not _is_name(name):
+                raise ValueError(f"{name!r} is not a record field name; use make_function for other keys")
+        self._fields = {name: given[name] for name in sorted(given)}
+        self._hash = None
+
+    def __getitem__(self, key: str) -> Value:
+        return self._fields[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._fields
+
+    def keys(self) -> KeysView[str]:
+        return self._fields.keys()
+
+    def items(self) -> ItemsView[str, Value]:
+        return self._fields.items()
+
+    def values(self) -> ValuesView[Value]:
+        return self._fields.values()
+
+    def __eq__(self, other: object) -> bool:
+        # Only another Record: a dict or a Function with the same items is a different Python value.
+        if isinstance(other, Record):
+            return self._fields == other._fields
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(self._fields.items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Record({self._fields!r})"
+
+    def __reduce__(self) -> tuple[type[Record], tuple[dict[str, Value]]]:
+        # Rebuilt, not copied: a cached string hash is only valid in the process that computed it.
+        return (Record, (self._fields,))
+
+
+class Function(Mapping["Value", "Value"]):
+    """An immutable function ``(k1 :> v1 @@ k2 :> v2)`` whose domain is neither empty, ``1..n`` nor all
+    field names (those are ``()``, a tuple and a ``Record``: ``make_function`` picks). Keys are kept in
+    ``value_sort_key`` order.
+    """
+
+    __slots__ = ("_hash", "_map")
+    _map: dict[Value, Value]
+    _hash: int | None
+
+    def __init__(self, pairs: Mapping[_Key, Value] | Iterable[tuple[Value, Value]], /) -> None:
+        made = make_function(pairs)
+        if not isinstance(made, Function):
+            raise ValueError(f"TLC prints this function as {format_value(made)}; use make_function")
+        self._map = made._map
+        self._hash = None
+
+    def __getitem__(self, key: Value) -> Value:
+        return self._map[key]
+
+    def __iter__(self) -> Iterator[Value]:
+        return iter(self._map)
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._map
+
+    def keys(self) -> KeysView[Value]:
+        return self._map.keys()
+
+    def items(self) -> ItemsView[Value, Value]:
+        return self._map.items()
+
+    def values(self) -> ValuesView[Value]:
+        return self._map.values()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Function):
+            return self._map == other._map
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        # A frozenset, not the key order: Python-equal keys (1 and TRUE) need not sort alike.
+        if self._hash is None:
+            self._hash = hash(frozenset(self._map.items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Function({self._map!r})"
+
+    def __reduce__(self) -> tuple[type[Function], tuple[dict[Value, Value]]]:
+        return (Function, (self._map,))
+
+
+Value: TypeAlias = (
+    int | str | bool | ModelValue | tuple["Value", ...] | frozenset["Value"] | Record | Function
+)
+JSON: TypeAlias = bool | int | float | str | list["JSON"] | dict[str, "JSON"] | None
+SortKey: TypeAlias = tuple[object, ...]
+
+
+def _new_record(fields: dict[str, Value]) -> Record:
+    """A Record from fields already checked and sorted (the constructor's checks cost the parser)."""
+    record = Record.__new__(Record)
+    record._fields = fields
+    record._hash = None
+    return record
+
+
+def make_function(pairs: Mapping[_Key, Value] | Iterable[tuple[Value, Value]]) -> Value:
+    """The TLA+ function with these (key, value) pairs, in the one representation TLC's printing implies:
+    ``()`` if empty, a tuple on ``1..n``, a ``Record`` if every key is a field name, else a ``Function``.
+
+    Raises ValueError on a repeated key (including 1 and TRUE, which Python cannot keep apart).
+    """
+    items: list[tuple[Value, Value]] = list(pairs.items()) if isinstance(pairs, Mapping) else list(pairs)
+    by_key = dict(items)
+    if len(by_key) != len(items):
+        raise ValueError("a function's keys must be distinct (and not mix 1/0 with TRUE/FALSE)")
+    return _canonical_function(by_key)
+
+
+def _canonical_function(by_key: dict[Value, Value]) -> Value:
+    n = len(by_key)
+    if n == 0:
+        return ()
+    first = next(iter(by_key))
+    if type(first) is int and all(type(k) is int for k in by_key) and by_key.keys() == set(range(1, n + 1)):
+        return tuple(by_key[i] for i in range(1, n + 1))
+    if type(first) is str:
+        names = [k for k in by_key if type(k) is str and (k in _KNOWN_NAMES or _is_name(k))]
+        if len(names) == n:
+            names.sort()
+            return _new_record({name: by_key[name] for name in names})
+    function = Function.__new__(Function)
+    function._map = {k: by_key[k] for k in sorted(by_key, key=value_sort_key)}
+    function._hash = None
+    return function
+
+
+def value_sort_key(v: Value) -> SortKey:
+    """A key giving a total order over all values: by kind (Booleans, integers, strings, model values,
+    tuples, sets, records, functions), then within a kind as TLC orders it (collections by size first),
+    except that TLC orders model values by declaration and this by name. Equal keys iff strictly equal.
+    """
+    if isinstance(v, bool):
+        return (0, v)
+    if isinstance(v, int):
+        return (1, v)
+    if isinstance(v, str):
+        return (2, v)
+    if isinstance(v, ModelValue):
+        return (3, v.name)
+    if isinstance(v, tuple):
+        return (4, len(v), tuple(map(value_sort_key, v)))
+    if isinstance(v, frozenset):
+        return (5, len(v), tuple(sorted(map(value_sort_key, v))))
+    if isinstance(v, Record):
+        return (6, len(v), tuple(v.keys()), tuple(map(value_sort_key, v.values())))
+    if isinstance(v, Function):
+        return (7, len(v), tuple(map(value_sort_key, v.keys())), tuple(map(value_sort_key, v.values())))
+    raise TypeError(f"not a TLA+ value: {v!r}")
+
+
+def _strictly_distinct(elements: Iterable[Value]) -> int:
+    return len({value_sort_key(e) for e in elements})
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Parsing: a tokenizer and a small recursive-descent parser over its token list.
+#
+# The master regex _TOKEN is the authoritative tokenizer. Most TLC output is tokenized faster by padding
+# brackets and commas with spaces and splitting on whitespace (str methods run in C); that cuts strings
+# with spaces or brackets into pieces no rule accepts, and such a text is simply read again with _TOKEN,
+# which also gives the positions for errors. Every piece the parser accepts is a whole token of _TOKEN's
+# kind (a name, number, string or operator bounded by spaces or brackets), so when the quick reading
+# succeeds it has seen exactly _TOKEN's tokens.
+
+_TOKEN = re.compile(
+    r"""\s*(
+      [0-9_]*[^\W\d_]\w*              # identifier: TRUE, FALSE, a model value, a field or variable name
+    | -?[0-9]+\s*\.\.\s*-?[0-9]+      # an interval lo..hi: how TLC prints an IntervalValue
+    | -?[0-9]+
+    | "[^"\\]*(?:\\.[^"\\]*)*"        # a string with backslash escapes
+    | <<|>>|\|->|:>|@@|/\\|[{}\[\](),=]
+    | \S                              # any other character: no rule accepts it, so its position is reported
+    )""",
+    re.VERBOSE | re.DOTALL,
+)
+_SCALAR = re.compile(
+    r"""(?P<int>-?[0-9]+)
+    | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*")
+    | (?P<name>[0-9_]*[^\W\d_]\w*)
+    | (?P<interval>(?P<low>-?[0-9]+)\s*\.\.\s*(?P<high>-?[0-9]+))""",
+    re.VERBOSE | re.DOTALL,
+)
+_PADS = tuple((punct, f" {punct} ") for punct in ("<<", ">>", "{", "}", "[", "]", "(", ")", ","))
+_END = ""  # appended after the last token; no token is empty
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_UNESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "f": "\f"}  # as StringValue prints
+# Scalar tokens repeat across states (small numbers, "b", TRUE): remember what each one denotes.
+_SCALARS: dict[str, Value] = {}
+
+
+class TlaValueError(TidemarkError, ValueError):
+    """Text that is not a TLA+ value (or state) as TLC prints it; names the place and what was expected."""
+
+    expected: str
+
+    def __init__(self, expected: str, found: str, *, source: str | None, line: int, column: int) -> None:
+        self.line = line
+        self.column = column
+        self.found = found
+        super().__init__(
+            f"expected {expected} but found {found}",
+            source=source,
+            location=f"line {line}, column {column}",
+            expected=expected,
+        )
+
+    def describe(self) -> str:
+        # The message already says what was expected; the base class would repeat it.
+        return ", ".join(part for part in (self.source, self.location) if part) + ": " + self.message
+
+
+class _Unexpected(Exception):
+    """Raised at the last token read; parse_value/parse_state turn it into a TlaValueError with a position."""
+
+    def __init__(self, expected: str, found: str | None = None) -> None:
+        self.expected = expected
+        self.found = found
+
+
+_Next: TypeAlias = Callable[[], str]
+_T = TypeVar("_T")
+
+
+def _scalar(tok: str) -> Value:
+    match = _SCALAR.fullmatch(tok)
+    kind = match.lastgroup if match else None
+    value: Value
+    if kind == "int":
+        if len(tok) > 4000:  # int() refuses over 4300 digits (sys.int_info.default_max_str_digits)
+            raise _Unexpected("an integer of at most 4000 digits")
+        value = int(tok)
+    elif kind == "string":
+        body = tok[1:-1]
+        value = _ESCAPE.sub(lambda m: _UNESCAPES.get(m[1], m[0]), body) if "\\" in body else body
+    elif kind == "name":
+        value = True if tok == "TRUE" else False if tok == "FALSE" else ModelValue(tok)
+    elif match and kind == "interval":
+        return frozenset(range(int(match["low"]), int(match["high"]) + 1))
+    elif tok[:1] == '"':
+        raise _Unexpected("a string closed by '\"'", "an unterminated string")
+    else:
+        raise _Unexpected("a value")
+    if len(_SCALARS) < _CACHE_LIMIT:
+        _SCALARS[tok] = value
+    return value
+
+
+def _value(tok: str, nxt: _Next) -> Value:
+    """The value starting with `tok` (reading more tokens with `nxt` if it opens a collection)."""
+    value = _SCALARS.get(tok)
+    if value is not None:
+        return value
+    opener = _OPENERS.get(tok)
+    return _scalar(tok) if opener is None else opener(nxt)
+
+
+def _sequence(nxt: _Next) -> Value:
+    tok = nxt()
+    if tok == ">>":
+        return ()
+    items = []
+    while True:
+        items.append(_value(tok, nxt))
+        tok = nxt()
+        if tok == ",":
+            tok = nxt()
+        elif tok == ">>":
+            return tuple(items)
+        else:
+            raise _Unexpected("',' or '>>'")
+
+
+def _set(nxt: _Next) -> Value:
+    tok = nxt()
+    if tok == "}":
+        return frozenset()
+    items = []
+    while True:
+        items.append(_value(tok, nxt))
+        tok = nxt()
+        if tok == ",":
+            tok = nxt()
+        elif tok == "}":
+            break
+        else:
+            raise _Unexpected("',' or '}'")
+    elements = frozenset(items)
+    if len(elements) != len(items) and _strictly_distinct(items) != len(elements):
+        raise _Unexpected("a set TLC can build (not mixing 1/0 with TRUE/FALSE)", "a set that does")
+    return elements
+
+
+def _record(nxt: _Next) -> Value:
+    tok = nxt()
+    if tok == "]":
+        return ()  # TLC's empty record, which is the empty function
+    fields: dict[str, Value] = {}
+    while True:
+        if tok not in _KNOWN_NAMES and not _is_name(tok):
+            raise _Unexpected("a field name")
+        if tok in fields:
+            raise _Unexpected("a field name not already in the record", f"field {tok!r} again")
+        name = tok
+        if nxt() != "|->":
+            raise _Unexpected("'|->'")
+        tok = nxt()
+        fields[name] = _value(tok, nxt)
+        tok = nxt()
+        if tok == ",":
+            tok = nxt()
+        elif tok == "]":
+            break
+        else:
+            raise _Unexpected("',' or ']'")
+    names = list(fields)
+    if names != sorted(names):  # TLC prints records normalized, so this is rare
+        fields = {name: fields[name] for name in sorted(names)}
+    return _new_record(fields)
+
+
+def _function(nxt: _Next) -> Value:
+    by_key: dict[Value, Value] = {}
+    while True:
+        tok = nxt()
+        key = _value(tok, nxt)
+        if key in by_key:
+            raise _Unexpected(
+                "a key not already in the function (nor 1/0 beside TRUE/FALSE)", "a repeated key"
+            )
+        if nxt() != ":>":
+            raise _Unexpected("':>'")
+        tok = nxt()
+        by_key[key] = _value(tok, nxt)
+        tok = nxt()
+        if tok == ")":
+            return _canonical_function(by_key)
+        if tok != "@@":
+            raise _Unexpected("'@@' or ')'")
+
+
+_OPENERS: dict[str, Callable[[_Next], Value]] = {"<<": _sequence, "{": _set, "[": _record, "(": _function}
+
+
+def _whole_value(nxt: _Next) -> Value:
+    value = _value(nxt(), nxt)
+    if nxt() != _END:
+        raise _Unexpected("end of input")
+    return value
+
+
+def _whole_state(nxt: _Next) -> dict[str, Value]:
+    state: dict[str, Value] = {}
+    tok = nxt()
+    conjunction = tok == "/\\"
+    while tok != _END:
+        if conjunction:
+            tok = nxt()
+        if tok not in _KNOWN_NAMES and not _is_name(tok):
+            raise _Unexpected("a variable name")
+        if tok in state:
+            raise _Unexpected("a variable not already in the state", f"{tok!r} again")
+        name = tok
+        if nxt() != "=":
+            raise _Unexpected("'='")
+        state[name] = _value(nxt(), nxt)
+        tok = nxt()
+        if tok != _END and not (conjunction and tok == "/\\"):
+            raise _Unexpected("'/\\' or end of input" if conjunction else "end of input")
+    return state
+
+
+def _parse(text: str, parser: Callable[[_Next], _T], source: str | None, line_offset: int) -> _T:
+    quick = text
+    for punct, padded in _PADS:
+        quick = quick.replace(punct, padded)
+    tokens = quick.split()
+    tokens.append(_END)
+    try:
+        return parser(iter(tokens).__next__)
+    except (_Unexpected, RecursionError):
+        pass  # read it again with the master regex: it may still be valid, else it places the error
+    tokens = _TOKEN.findall(text)
+    tokens.append(_END)
+    it = iter(tokens)
+    try:
+        return parser(it.__next__)
+    except _Unexpected as problem:
+        raise _fail(text, tokens, it, problem, source, line_offset) from None
+    except RecursionError:
+        too_deep = _Unexpected("a less deeply nested value")
+        raise _fail(text, tokens, it, too_deep, source, line_offset) from None
+
+
+def _fail(
+    text: str, tokens: list[str], it: Iterator[str], problem: _Unexpected, source: str | None, offset: int
+) -> TlaValueError:
+    """The error for the token last taken from `it` (the parser raises right after reading the culprit)."""
+    index = len(tokens) - length_hint(it) - 1
+    if index >= len(tokens) - 1:
+        position, found = len(text.rstrip()), "end of input"
+    else:
+        position = next(islice(_TOKEN.finditer(text), index, None)).start(1)
+        shown = tokens[index] if len(tokens[index]) <= 40 else tokens[index][:37] + "..."
+        found = f"'{shown}'"
+    line = text.count("\n", 0, position) + 1
+    column = position - text.rfind("\n", 0, position)
+    return TlaValueError(
+        problem.expected, problem.found or found, source=source, line=line + offset, column=column
+    )
+
+
+def parse_value(text: str, *, source: str | None = None) -> Value:
+    """The value TLC printed as `text` (whitespace, including line breaks, may separate any two tokens)."""
+    return _parse(text, _whole_value, source, 0)
+
+
+def parse_state(text: str, *, source: str | None = None, line_offset: int = 0) -> dict[str, Value]:
+    """The state TLC printed as ``/\\ var = value`` lines (or ``var = value`` for a one-variable spec).
+
+    `line_offset` is added to line numbers in errors, for a state cut out of a longer file.
+    """
+    return _parse(text, _whole_state, source, line_offset)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Printing.
+
+_ESCAPES = str.maketrans({'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\f": "\\f"})
+
+
+def format_value(v: Value) -> str:
+    """`v` in TLA+ syntax, as TLC prints it (sets, records and functions in TLC's order)."""
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return '"' + v.translate(_ESCAPES) + '"'
+    if isinstance(v, ModelValue):
+        return v.name
+    if isinstance(v, tuple):
+        return "<<" + ", ".join(map(format_value, v)) + ">>"
+    if isinstance(v, frozenset):
+        return "{" + ", ".join(map(format_value, sorted(v, key=value_sort_key))) + "}"
+    if isinstance(v, Record):
+        return "[" + ", ".join(f"{name} |-> {format_value(x)}" for name, x in v.items()) + "]"
+    if isinstance(v, Function):
+        return "(" + " @@ ".join(f"{format_value(k)} :> {format_value(x)}" for k, x in v.items()) + ")"
+    raise TypeError(f"not a TLA+ value: {v!r}")
+
+
+def format_state(state: Mapping[str, Value]) -> str:
+    """`state` as TLC prints it: ``/\\ var = value`` lines in variable order, or ``var = value`` alone."""
+    if len(state) == 1:
+        [(name, value)] = state.items()
+        return f"{name} = {format_value(value)}"
+    return "\n".join(f"/\\ {name} = {format_value(state[name])}" for name in sorted(state))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ITF JSON (the Informal Trace Format of Apalache and Quint).
+
+_SAFE_INT = 2**53
+
+
+def to_itf(v: Value) -> JSON:
+    """`v` as an ITF expression; sets and function keys in ``value_sort_key`` order."""
+    if isinstance(v, bool | str):
+        return v
+    if isinstance(v, int):
+        return v if -_SAFE_INT < v < _SAFE_INT else {"#bigint": str(v)}
+    if isinstance(v, ModelValue):
+        return {"#unserializable": v.name}
+    if isinstance(v, tuple):
+        return [to_itf(x) for x in v]
+    if isinstance(v, frozenset):
+        return {"#set": [to_itf(x) for x in sorted(v, key=value_sort_key)]}
+    if isinstance(v, Record):
+        return {name: to_itf(x) for name, x in v.items()}
+    if isinstance(v, Function):
+        return {"#map": [[to_itf(k), to_itf(x)] for k, x in v.items()]}
+    raise TypeError(f"not a TLA+ value: {v!r}")
+
+
+def _itf_list(obj: object, what: str) -> list[object]:
+    if not isinstance(obj, list):
+        raise ValueError(f"{what} must hold a JSON array, not {obj!r:.80}")
+    return obj
+
+
+def from_itf(obj: object) -> Value:
+    """The value of an ITF expression (the inverse of ``to_itf``; also reads ``#tup``). Raises ValueError."""
+    if isinstance(obj, bool | int | str):
+        return obj
+    if isinstance(obj, list):
+        return tuple(map(from_itf, obj))
+    if isinstance(obj, dict):
+        if len(obj) == 1:
+            [(tag, body)] = obj.items()
+            if tag == "#bigint" and isinstance(body, str) and re.fullmatch(r"-?[0-9]+", body):
+                return int(body)
+            if tag == "#tup":
+                return tuple(map(from_itf, _itf_list(body, tag)))
+            if tag == "#set":
+                elements = [from_itf(x) for x in _itf_list(body, tag)]
+                result = frozenset(elements)
+                if len(result) != len(elements) and _strictly_distinct(elements) != len(result):
+                    raise ValueError("an ITF #set mixes 1/0 with TRUE/FALSE, which Python cannot keep apart")
+                return result
+            if tag == "#map":
+                pairs = []
+                for pair in _itf_list(body, tag):
+                    if not (isinstance(pair, list) and len(pair) == 2):
+                        raise ValueError(f"a #map entry must be a [key, value] array, not {pair!r:.80}")
+                    pairs.append((from_itf(pair[0]), from_itf(pair[1])))
+                return make_function(pairs)
+            if tag == "#unserializable" and isinstance(body, str):
+                return ModelValue(body)
+        if any(key.startswith("#") for key in obj):
+            raise ValueError(f"not an ITF value: {obj!r:.80}")
+        return make_function((key, from_itf(x)) for key, x in obj.items())
+    raise ValueError(f"not an ITF value: {obj!r:.80}")
+
+
+def state_to_itf(state: Mapping[str, Value]) -> dict[str, JSON]:
+    """An ITF state: one key per variable."""
+    return {name: to_itf(state[name]) for name in sorted(state)}
+
+
+def state_from_itf(obj: object) -> dict[str, Value]:
+    """The state of an ITF state object; keys starting with ``#`` (like ``#meta``) are not variables."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"an ITF state must be a JSON object, not {obj!r:.80}")
+    return {name: from_itf(x) for name, x in obj.items() if not name.startswith("#")}
+
+
+def canonical_json(obj: JSON) -> str:
+    """Compact JSON with sorted keys: equal values (``to_itf`` output, ITF states) give equal text."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
