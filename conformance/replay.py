@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -96,6 +97,12 @@ def state_diff(expected: State, actual: State) -> list[str]:
     return lines
 
 
+@lru_cache(maxsize=4096)
+def _parse_action(action_json: str) -> Value:
+    # A model has few distinct actions and every edge names one: parse each once.
+    return from_itf(json.loads(action_json))
+
+
 def _action_name(action: Value) -> str:
     if isinstance(action, Record) and isinstance(action.get("name"), str):
         return str(action["name"])
@@ -125,7 +132,7 @@ def replay_state(
         return summary
     for dst, dst_json, action_json in outgoing:
         summary.edges += 1
-        action = from_itf(json.loads(action_json))
+        action = _parse_action(action_json)
         taken.add(action)
         try:
             actual = mapping.abstract(mapping.apply(impl, action))
@@ -196,9 +203,22 @@ def _accumulate(total: ReplaySummary, result: ReplaySummary) -> ReplaySummary:
     return total
 
 
-def replay_partition(
-    spec: str, constants: Mapping[str, Value], mutant: str | None, rows: Iterator[Any]
-) -> Iterator[str]:
-    """Spark mapPartitions body: rows (fp, state, out=[(dst, dst_state, dst_action)]) -> one summary JSON."""
-    batch = ((row[0], row[1], row[2]) for row in rows)
-    yield replay_states(spec, constants, mutant, batch).model_dump_json()
+def replay_arrow_batches(
+    spec: str, constants: Mapping[str, Value], mutant: str | None, batches: Iterator[Any]
+) -> Iterator[Any]:
+    """Spark mapInArrow body: batches of (fp, state, out=[{dst, dst_state, dst_action}]) -> one summary.
+
+    The whole partition is folded into a single summary row (JSON text), so what travels back to the
+    driver is small whatever the graph's size.
+    """
+    import pyarrow as pa
+
+    def rows() -> Iterator[tuple[int, str, list[tuple[int, str, str]]]]:
+        for batch in batches:
+            columns = batch.to_pydict()
+            for fp, state, out in zip(columns["fp"], columns["state"], columns["out"], strict=True):
+                edges = [(e["dst"], e["dst_state"], e["dst_action"]) for e in out] if out else []
+                yield fp, state, edges
+
+    summary = replay_states(spec, constants, mutant, rows())
+    yield pa.RecordBatch.from_pydict({"summary": [summary.model_dump_json()]})

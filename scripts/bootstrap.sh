@@ -12,20 +12,24 @@ java_major() {
     java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print (v[1] == "1" ? v[2] : v[1]); exit}'
 }
 
+have_jdk() {
+    command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ] 2>/dev/null
+}
+
 ensure_java() {
-    if command -v java >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ] 2>/dev/null; then
+    if have_jdk; then
         return
     fi
     if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
         echo "bootstrap: Java >= 17 not found; installing a headless JDK with apt-get" >&2
         DEBIAN_FRONTEND=noninteractive apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null
-        if command -v java >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ] 2>/dev/null; then
+        if have_jdk; then
             return
         fi
     fi
     echo "bootstrap: tidemark needs Java (JDK) >= 17 on PATH (TLC, Spark, and javac for the affinity test vectors)." >&2
-    echo "           Install a JDK/JRE 17+ (e.g. 'apt-get install openjdk-17-jdk-headless') and retry." >&2
+    echo "           Install a JDK 17+ (e.g. 'apt-get install openjdk-17-jdk-headless') and retry." >&2
     exit 3
 }
 

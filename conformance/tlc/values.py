@@ -39,7 +39,7 @@ from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, M
 from dataclasses import dataclass
 from itertools import islice
 from operator import length_hint
-from typing import TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from conformance.errors import TidemarkError
 
@@ -259,7 +259,7 @@ def _canonical_function(by_key: dict[Value, Value]) -> Value:
             names.sort()
             return _new_record({name: by_key[name] for name in names})
     function = Function.__new__(Function)
-    function._map = {k: by_key[k] for k in sorted(by_key, key=value_sort_key)}
+    function._map = {k: by_key[k] for k in _sorted_elements(by_key)}
     function._hash = None
     return function
 
@@ -603,23 +603,42 @@ def format_state(state: Mapping[str, Value]) -> str:
 _SAFE_INT = 2**53
 
 
+def _sorted_elements(values: Iterable[Value]) -> list[Value]:
+    """Elements in ``value_sort_key`` order; plain sorting when all are ints or all strings (same order)."""
+    elements = list(values)
+    kinds = {type(x) for x in elements}
+    if len(kinds) == 1 and (int in kinds or str in kinds):
+        return sorted(elements)
+    return sorted(elements, key=value_sort_key)
+
+
+def _record_to_itf(v: Record) -> JSON:
+    return {name: to_itf(x) for name, x in v.items()}
+
+
+def _function_to_itf(v: Function) -> JSON:
+    return {"#map": [[to_itf(k), to_itf(x)] for k, x in v.items()]}
+
+
+# Dispatch on the exact type: the hot path of replay converts every successor state.
+_TO_ITF: dict[type, Callable[[Any], JSON]] = {
+    bool: lambda v: v,
+    str: lambda v: v,
+    int: lambda v: v if -_SAFE_INT < v < _SAFE_INT else {"#bigint": str(v)},
+    ModelValue: lambda v: {"#unserializable": v.name},
+    tuple: lambda v: [to_itf(x) for x in v],
+    frozenset: lambda v: {"#set": [to_itf(x) for x in _sorted_elements(v)]},
+    Record: _record_to_itf,
+    Function: _function_to_itf,
+}
+
+
 def to_itf(v: Value) -> JSON:
     """`v` as an ITF expression; sets and function keys in ``value_sort_key`` order."""
-    if isinstance(v, bool | str):
-        return v
-    if isinstance(v, int):
-        return v if -_SAFE_INT < v < _SAFE_INT else {"#bigint": str(v)}
-    if isinstance(v, ModelValue):
-        return {"#unserializable": v.name}
-    if isinstance(v, tuple):
-        return [to_itf(x) for x in v]
-    if isinstance(v, frozenset):
-        return {"#set": [to_itf(x) for x in sorted(v, key=value_sort_key)]}
-    if isinstance(v, Record):
-        return {name: to_itf(x) for name, x in v.items()}
-    if isinstance(v, Function):
-        return {"#map": [[to_itf(k), to_itf(x)] for k, x in v.items()]}
-    raise TypeError(f"not a TLA+ value: {v!r}")
+    convert = _TO_ITF.get(type(v))
+    if convert is None:
+        raise TypeError(f"not a TLA+ value: {v!r}")
+    return convert(v)
 
 
 def _itf_list(obj: object, what: str) -> list[object]:
