@@ -20,8 +20,9 @@ from conformance.errors import TidemarkError
 from conformance.tlc.output import TlcResult
 from conformance.tlc.runner import TlcOptions
 
-console = Console(stderr=True)
-out = Console()
+# soft_wrap: paths and messages are never broken mid-word when output is not a terminal.
+console = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
 
 # The standard model of every spec the main job verifies, in dependency order.
 STANDARD_SPECS = [Path("spec/UpdateCounter.tla")]
@@ -66,7 +67,10 @@ def _print_tlc(result: TlcResult, spec: Path) -> None:
         out.print(f"  module {where.module}, line {where.line}, column {where.column}")
     if result.violation is not None:
         violation = result.violation
-        out.print(f"  violated: [bold]{violation.invariant or violation.kind}[/] after {len(violation.trace)} states")
+        out.print(
+            f"  violated: [bold]{violation.invariant or violation.kind}[/]"
+            f" after {len(violation.trace)} states"
+        )
         for step in violation.trace:
             out.print(f"  [cyan]{step.index}. {step.action}[/]")
 
@@ -118,14 +122,13 @@ def cmd_conform(args: argparse.Namespace) -> int:
     coverage = ", ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"  coverage: {coverage}")
     for example in result.examples[:5]:
-        out.print(f"  [red]{example['kind']} mismatch[/] at state {example['src']}, action {example['action']}")
-        for line in example.get("diff") or []:  # type: ignore[union-attr]
+        out.print(f"  [red]{example.kind} mismatch[/] at state {example.src}, action {example.action}")
+        for line in [*example.diff, *([example.error] if example.error else [])]:
             out.print(f"    {line}")
-        if example.get("error"):
-            out.print(f"    {example['error']}")
-        for key in ("missing", "extra"):
-            if example.get(key):
-                out.print(f"    {key}: {example[key]}")
+        if example.missing:
+            out.print(f"    spec takes, impl does not enable: {example.missing}")
+        if example.extra:
+            out.print(f"    impl enables, spec does not take: {example.extra}")
     return 0 if result.holds else 1
 
 
@@ -139,7 +142,9 @@ def cmd_prove(args: argparse.Namespace) -> int:
         table = Table("operation", "case", "role", "claim", "status", "s")
         for ob in report.obligations:
             style = "green" if (ob.status == "proved") == (ob.role == "primary") else "red"
-            table.add_row(ob.operation, ob.case, ob.role, ob.claim, f"[{style}]{ob.status}[/]", f"{ob.seconds:.2f}")
+            table.add_row(
+                ob.operation, ob.case, ob.role, ob.claim, f"[{style}]{ob.status}[/]", f"{ob.seconds:.2f}"
+            )
         out.print(table)
         for ob in report.obligations:
             if ob.counterexample is not None and ob.role == "backup":
@@ -171,21 +176,123 @@ def cmd_verify(args: argparse.Namespace) -> int:
             f"{result.replay_seconds:.1f}",
         )
     if args.json:
-        print(json.dumps({"holds": ok, "specs": [r.model_dump(mode="json", exclude={"tlc"}) for r in results]}))
+        print(
+            json.dumps({"holds": ok, "specs": [r.model_dump(mode="json", exclude={"tlc"}) for r in results]})
+        )
     else:
         out.print(table)
         out.print("[green]everything holds[/]" if ok else "[red]something does not hold[/]")
     return 0 if ok else 1
 
 
+def _parse_key(text: str, kind: str) -> object:
+    import uuid
+
+    from impl.affinity import JavaLong
+
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "long":
+            return JavaLong(int(text))
+        if kind == "uuid":
+            return uuid.UUID(text)
+    except ValueError as error:
+        raise TidemarkError(
+            f"{text!r} is not a Java {kind}: {error}", source="KEY", expected=f"a {kind}"
+        ) from error
+    return text
+
+
+def cmd_affinity(args: argparse.Namespace) -> int:
+    from impl.affinity import RendezvousConfig, assign_partition, key_partition, make_node
+
+    try:
+        config = RendezvousConfig(partitions=args.partitions, backups=args.backups)
+    except ValueError as error:
+        raise TidemarkError(str(error), source="--partitions/--backups") from error
+    nodes = [make_node(node) for node in args.nodes]
+    rows = []
+    for text in args.keys:
+        key = _parse_key(text, args.type)
+        partition = key_partition(key, args.partitions)
+        owners = [str(nodes[i].consistent_id) for i in assign_partition(partition, nodes, config)]
+        rows.append(
+            {
+                "key": text,
+                "type": args.type,
+                "partition": partition,
+                "primary": owners[0],
+                "backups": owners[1:],
+            }
+        )
+    if args.json:
+        print(json.dumps({"partitions": args.partitions, "nodes": args.nodes, "keys": rows}))
+        return 0
+    table = Table("key", "partition", "primary", "backups")
+    for row in rows:
+        table.add_row(str(row["key"]), str(row["partition"]), str(row["primary"]), ", ".join(row["backups"]))
+    out.print(table)
+    return 0
+
+
+def cmd_distribution(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from conformance.distribution import (
+        DEFAULT_ALGORITHMS,
+        DistributionConfig,
+        markdown_table,
+        run_distribution,
+        write_distribution_artifacts,
+    )
+    from conformance.spark import spark_session
+
+    by_label = {a.label: a for a in DEFAULT_ALGORITHMS}
+    unknown = [name for name in args.algorithms or [] if name not in by_label]
+    if unknown:
+        raise TidemarkError(
+            f"unknown algorithms {unknown}", source="--algorithms", expected=f"some of {sorted(by_label)}"
+        )
+    try:
+        config = DistributionConfig(
+            partitions=args.partitions,
+            backups=args.backups,
+            node_counts=tuple(args.nodes),
+            trials=args.trials,
+            seed=args.seed,
+            algorithms=tuple(by_label[name] for name in args.algorithms)
+            if args.algorithms
+            else DEFAULT_ALGORITHMS,
+        )
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise TidemarkError(
+            first["msg"], source="distribution options", location=".".join(map(str, first["loc"]))
+        ) from error
+    with spark_session(args.master) as spark:
+        report = run_distribution(spark, config)
+    files = write_distribution_artifacts(report, args.out)
+    if args.json:
+        print(report.model_dump_json(exclude={"trials"}))
+    else:
+        out.print(markdown_table(report))
+        out.print(f"written: {', '.join(str(f) for f in files)}")
+    return 0
+
+
 def _tlc_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=1, help="TLC worker threads (default 1)")
-    parser.add_argument("--timeout", type=float, default=900, help="seconds before TLC is killed (default 900)")
+    parser.add_argument(
+        "--timeout", type=float, default=900, help="seconds before TLC is killed (default 900)"
+    )
     parser.add_argument("--heap", default="2g", help="TLC's JVM heap, -Xmx (default 2g)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tidemark", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="tidemark", description=__doc__.splitlines()[0] if __doc__ else None
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     check = commands.add_parser("check", help="model-check a spec with TLC")
@@ -201,7 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     conform.add_argument("--master", help="Spark master URL (default local[*])")
     conform.add_argument("--local", action="store_true", help="replay in this process, without Spark")
     conform.add_argument("--mutant", help="replay against a deliberately broken implementation")
-    conform.add_argument("--run-dir", type=Path, help="where the graph and results go (default runs/SPEC-CFG)")
+    conform.add_argument(
+        "--run-dir", type=Path, help="where the graph and results go (default runs/SPEC-CFG)"
+    )
     conform.add_argument("--json", action="store_true", help="print one JSON object")
     _tlc_arguments(conform)
     conform.set_defaults(run=cmd_conform)
@@ -210,6 +319,33 @@ def build_parser() -> argparse.ArgumentParser:
     prove.add_argument("--k", type=int, default=4, help="out-of-order items covered by the proof (default 4)")
     prove.add_argument("--json", action="store_true", help="print one JSON object")
     prove.set_defaults(run=cmd_prove)
+
+    affinity = commands.add_parser(
+        "affinity", help="partition, primary and backups of keys (Ignite's rendezvous)"
+    )
+    affinity.add_argument("keys", nargs="+", metavar="KEY")
+    affinity.add_argument("--type", choices=["int", "long", "string", "uuid"], default="string")
+    affinity.add_argument("--partitions", type=int, default=1024)
+    affinity.add_argument("--backups", type=int, default=1)
+    affinity.add_argument("--nodes", nargs="+", default=["node-1", "node-2", "node-3"], help="consistent ids")
+    affinity.add_argument("--json", action="store_true", help="print one JSON object")
+    affinity.set_defaults(run=cmd_affinity)
+
+    distribution = commands.add_parser("distribution", help="balance and movement of placements (Spark job)")
+    distribution.add_argument("--partitions", type=int, default=1024)
+    distribution.add_argument(
+        "--nodes", type=int, nargs="+", default=[4, 8, 16, 32, 64], help="cluster sizes"
+    )
+    distribution.add_argument("--backups", type=int, default=0)
+    distribution.add_argument("--algorithms", nargs="+", help="labels, e.g. rendezvous bounded-0.05 ncache")
+    distribution.add_argument("--trials", type=int, default=10)
+    distribution.add_argument("--seed", type=int, default=0)
+    distribution.add_argument("--master", help="Spark master URL (default local[*])")
+    distribution.add_argument(
+        "--out", type=Path, default=Path("reports/distribution"), help="plots and tables"
+    )
+    distribution.add_argument("--json", action="store_true", help="print one JSON object")
+    distribution.set_defaults(run=cmd_distribution)
 
     verify = commands.add_parser("verify", help="the main job: check and conform every spec's standard model")
     verify.add_argument("--master", help="Spark master URL (default local[*])")

@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, Field
 
 from conformance.errors import TidemarkError
-from conformance.replay import ReplaySummary, replay_arrow_batches, replay_states
+from conformance.mappings import mapping_for
+from conformance.replay import Mismatch, ReplaySummary, replay_arrow_batches, replay_states
 from conformance.spark import spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.dot import GraphSummary, dot_to_parquet
@@ -44,7 +45,7 @@ class ConformResult(BaseModel):
     replay_seconds: float = 0.0
     master: str | None = None
     coverage: dict[str, int] = Field(default_factory=dict)
-    examples: list[dict[str, object]] = Field(default_factory=list)
+    examples: list[Mismatch] = Field(default_factory=list)
     tlc: TlcResult | None = None
 
     @property
@@ -88,8 +89,9 @@ def replay_with_spark(
     # Arrow batches, not pickled Rows: the JVM -> Python hand-over is the cost that dominates otherwise.
     summaries = [
         row.summary
-        for row in rows.mapInArrow(partial(replay_arrow_batches, spec, dict(constants), mutant), "summary string")
-        .collect()
+        for row in rows.mapInArrow(
+            partial(replay_arrow_batches, spec, dict(constants), mutant), "summary string"
+        ).collect()
     ]
     total = ReplaySummary()
     for summary in summaries:
@@ -97,7 +99,9 @@ def replay_with_spark(
     return total
 
 
-def replay_locally(graph: Path, spec: str, constants: Mapping[str, Value], mutant: str | None) -> ReplaySummary:
+def replay_locally(
+    graph: Path, spec: str, constants: Mapping[str, Value], mutant: str | None
+) -> ReplaySummary:
     """The same replay in this process, without Spark (a baseline for benchmarks and small graphs)."""
     states = pq.read_table(graph / "states.parquet").to_pydict()
     edges = pq.read_table(graph / "edges.parquet").to_pydict()
@@ -149,6 +153,7 @@ def conform(
     """Model-check `spec` with a state-graph dump and replay every edge and state on the impl."""
     config = config or spec.with_suffix(".cfg")
     model = read_config(config)
+    mapping_for(spec.stem, model.constants, mutant)  # bad spec, constants or mutant: fail before TLC runs
     run_dir = run_dir or default_run_dir(spec, config)
     tlc, graph, load_seconds = dump_graph(spec, config, run_dir, options or TlcOptions(), on_line)
     result = ConformResult(
@@ -164,7 +169,7 @@ def conform(
         return result
     if graph.states_without_action:
         raise TidemarkError(
-            f"{graph.states_without_action} states have no `action` variable, so their edges cannot be replayed",
+            f"{graph.states_without_action} states have no `action` variable: their edges cannot be replayed",
             source=str(spec),
             expected="a spec that records each step in `action` (see DESIGN.md)",
         )
@@ -191,7 +196,7 @@ def conform(
             "mismatches": summary.mismatches,
             "enabledness_mismatches": summary.enabledness_mismatches,
             "coverage": summary.coverage,
-            "examples": [m.model_dump(mode="json") for m in summary.examples[:20]],
+            "examples": summary.examples[:20],
         }
     )
     _write_mismatches(run_dir / "mismatches.parquet", summary)
@@ -199,4 +204,3 @@ def conform(
     summary_path.with_suffix(".partial").write_text(result.model_dump_json(indent=2))
     os.replace(summary_path.with_suffix(".partial"), summary_path)
     return result
-

@@ -12,8 +12,14 @@ class TidemarkError(Exception):
 
     exit_code = 2
 
-    def __init__(self, message: str, *, source: str | None = None, location: str | None = None,
-                 expected: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        location: str | None = None,
+        expected: str | None = None,
+    ) -> None:
         self.message = message
         self.source = source
         self.location = location

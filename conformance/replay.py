@@ -155,7 +155,9 @@ def replay_state(
             diff = state_diff(state_from_itf(json.loads(dst_json)), actual) or ["canonical texts differ"]
             summary.mismatches += 1
             summary.examples.append(
-                Mismatch(kind="edge", src=fp, dst=dst, action=to_itf(action), source_state=source_itf, diff=diff)
+                Mismatch(
+                    kind="edge", src=fp, dst=dst, action=to_itf(action), source_state=source_itf, diff=diff
+                )
             )
     enabled = mapping.enabled(impl)
     if enabled != taken:

@@ -43,11 +43,20 @@ def _project_zip(directory: Path) -> Path:
 
 @contextmanager
 def spark_session(master: str | None = None, app_name: str = "tidemark") -> Iterator[Any]:
-    """A configured SparkSession, stopped on exit. `master` defaults to local[*]."""
+    """A configured SparkSession, stopped on exit. `master` defaults to local[*].
+
+    If this process already has an active session on the same master (a test suite's shared one), it
+    is reused and left running.
+    """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and (master is None or active.sparkContext.master == master):
+        yield active
+        return
 
     master = master or "local[*]"
     cores = os.cpu_count() or 2

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from conformance.spark import spark_session
 
 # CI and local runs use the same derandomized profile: failures reproduce byte for byte.
 settings.register_profile(
@@ -17,3 +22,10 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, max_examples=1000)
 settings.load_profile(os.environ.get("TIDEMARK_HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One real local Spark session for the whole run (starting one costs ~10 s)."""
+    with spark_session("local[2]", app_name="tidemark-tests") as session:
+        yield session

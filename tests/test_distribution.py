@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ from conformance.distribution import (
     trial_topology,
     write_distribution_artifacts,
 )
-from conformance.spark import spark_session
 
 
 def test_node_loads_split_primaries_and_backups() -> None:
@@ -106,12 +104,6 @@ def test_modulo_trial_moves_almost_everything() -> None:
     assert result.join.changed == 1 - 64 / 1024  # p stays iff p mod 272 < 16
     assert result.join.ratio > 15
     assert result.join.parasitic > 0.8  # modulo reshuffles the old nodes too
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    with spark_session("local[2]", app_name="tidemark-distribution-test") as session:
-        yield session
 
 
 SMALL = DistributionConfig(

@@ -163,7 +163,6 @@ def test_other_keywords(tmp_path: Path) -> None:
         CONSTRAINT Bounded
         CONSTRAINTS Small Short
         ACTION_CONSTRAINT NoReset
-        CHECK_DEADLOCK FALSE
         """,
     )
     config = read_config(path)
@@ -175,7 +174,12 @@ def test_the_standard_model_config() -> None:
     config = read_config(SPEC_DIR / "UpdateCounter.cfg")
     assert config == ModelConfig(
         path=SPEC_DIR / "UpdateCounter.cfg",
-        constants={"Copies": frozenset({"p", "b"}), "Primary": "p", "MaxCounter": 3, "Deltas": frozenset({1, 2})},
+        constants={
+            "Copies": frozenset({"p", "b"}),
+            "Primary": "p",
+            "MaxCounter": 3,
+            "Deltas": frozenset({1, 2}),
+        },
         specification="Spec",
         invariants=[
             "TypeOK",
@@ -200,7 +204,7 @@ def test_empty_config(tmp_path: Path) -> None:
 
 
 def test_unparseable_constant_value(tmp_path: Path) -> None:
-    error = config_error(tmp_path, 'CONSTANTS N = {1, 2\nINIT Init\n')
+    error = config_error(tmp_path, "CONSTANTS N = {1, 2\nINIT Init\n")
     assert error.location == "line 1"
     assert "constant N has a value TLC would not accept" in error.message
     assert error.expected == "',' or '}'"
@@ -210,17 +214,12 @@ def test_unparseable_constant_value(tmp_path: Path) -> None:
 # from the start of the match of `^\s*KEYWORD`, and `\s*` swallows the blank (or comment-only) lines
 # before the keyword, so the line reported is the first of those; an error in a constant reports the line
 # of its CONSTANTS keyword, and "text before the first keyword" reports the keyword's line.
-LINE_BUG = pytest.mark.xfail(strict=True, raises=AssertionError, reason="config.py reports wrong line numbers")
-
-
-@LINE_BUG
 def test_unparseable_constant_names_its_own_line(tmp_path: Path) -> None:
     error = config_error(tmp_path, "CONSTANTS\n    N = 1\n    M = [a |-> ]\nINIT Init\n")
     assert "constant M has a value TLC would not accept" in error.message
     assert error.location == "line 3"
 
 
-@LINE_BUG
 def test_error_after_blank_and_comment_lines_names_the_keywords_line(tmp_path: Path) -> None:
     error = config_error(tmp_path, "INIT Init\n\n\\* the specification\nSPECIFICATION Spec Other\n")
     assert error.message == "SPECIFICATION takes one name, found 2"
@@ -241,7 +240,6 @@ def test_text_before_the_first_keyword(tmp_path: Path) -> None:
     assert error.location.startswith("line ")
 
 
-@LINE_BUG
 def test_text_before_the_first_keyword_names_its_line(tmp_path: Path) -> None:
     error = config_error(tmp_path, "\n\nhello\nINIT Init\n")
     assert error.message == "text before the first keyword"
@@ -263,8 +261,14 @@ def test_single_name_keywords_refuse_none(tmp_path: Path, keyword: str) -> None:
 
 def test_constant_without_name(tmp_path: Path) -> None:
     error = config_error(tmp_path, "CONSTANTS\n    = 3\n")
-    assert error.location == "line 1"
+    assert error.location == "line 2"
     assert "unexpected '= 3'" in error.message
+
+
+def test_check_deadlock_is_refused_as_tlc_215_does(tmp_path: Path) -> None:
+    error = config_error(tmp_path, "INIT Init\nNEXT Next\nCHECK_DEADLOCK FALSE\n")
+    assert error.location == "line 3"
+    assert "does not support CHECK_DEADLOCK" in error.message
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -84,7 +84,10 @@ class CounterMapping:
             counters[copy] = self.counter_class(
                 _int(record["lwm"]),
                 _int(record["hwm"]),
-                [(_int(item[0]), _int(item[1])) for item in cast(tuple[tuple[int, int], ...], record["items"])],
+                [
+                    (_int(item[0]), _int(item[1]))
+                    for item in cast(tuple[tuple[int, int], ...], record["items"])
+                ],
                 bool(record["first"]),
             )
         return CounterCopies(
@@ -221,7 +224,8 @@ def build(constants: Mapping[str, Value], mutant: str | None = None) -> CounterM
         return CounterMapping(constants, PartitionUpdateCounter)
     if mutant not in COUNTER_MUTANTS:
         raise TidemarkError(
-            f"unknown mutant {mutant!r} for UpdateCounter", source="--mutant", expected=f"one of {sorted(COUNTER_MUTANTS)}"
+            f"unknown mutant {mutant!r} for UpdateCounter",
+            source="--mutant",
+            expected=f"one of {sorted(COUNTER_MUTANTS)}",
         )
     return CounterMapping(constants, COUNTER_MUTANTS[mutant])
-

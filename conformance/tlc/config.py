@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from conformance.errors import TidemarkError
 from conformance.tlc.values import TlaValueError, Value, parse_value
 
@@ -31,7 +30,7 @@ _KEYWORDS = {
     "CONSTRAINTS": "constraints",
     "ACTION_CONSTRAINT": "constraints",
     "ACTION_CONSTRAINTS": "constraints",
-    "CHECK_DEADLOCK": "check_deadlock",
+    "CHECK_DEADLOCK": "unsupported",
 }
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -59,30 +58,35 @@ def _strip_comments(text: str) -> str:
 def _statements(text: str, source: str) -> list[tuple[int, str, str]]:
     """Split the config into (line, keyword, body) at each top-level keyword."""
     found: list[tuple[int, str, str]] = []
-    pattern = re.compile(r"^\s*(" + "|".join(sorted(_KEYWORDS, key=len, reverse=True)) + r")\b", re.M)
+    pattern = re.compile(r"^[ \t]*(" + "|".join(sorted(_KEYWORDS, key=len, reverse=True)) + r")\b", re.M)
     matches = list(pattern.finditer(text))
-    if matches and text[: matches[0].start()].strip():
-        line = text[: matches[0].start()].count("\n") + 1
+    head = text[: matches[0].start()] if matches else text
+    if head.strip():
+        stray = len(head) - len(head.lstrip())
+        line = text[:stray].count("\n") + 1
         raise TidemarkError(
             "text before the first keyword", source=source, location=f"line {line}", expected="CONSTANTS, ..."
         )
     for index, match in enumerate(matches):
         end = matches[index + 1].start() if index + 1 < len(matches) else len(text)
-        found.append((text[: match.start()].count("\n") + 1, match.group(1), text[match.end() : end]))
+        found.append((text[: match.start(1)].count("\n") + 1, match.group(1), text[match.end() : end]))
     return found
 
 
 def _constants(body: str, line: int, config: ModelConfig) -> None:
-    # Each assignment starts with `Name =` or `Name <-`; a value may span lines.
-    parts = re.split(r"(?m)^\s*([A-Za-z_]\w*)\s*(=|<-)", "\n" + body)
-    if parts[0].strip():
+    """`Name = value` / `Name <- Definition` assignments; a value may span lines. `line`: the keyword's."""
+    heads = list(re.finditer(r"(?m)^[ \t]*([A-Za-z_]\w*)[ \t]*(=|<-)", body))
+    stray = body[: heads[0].start()] if heads else body
+    if stray.strip():
         raise TidemarkError(
-            f"unexpected {parts[0].strip()[:40]!r}",
+            f"unexpected {stray.strip()[:40]!r}",
             source=str(config.path),
-            location=f"line {line}",
+            location=f"line {line + body[: len(stray) - len(stray.lstrip())].count(chr(10))}",
             expected="'Name = value' or 'Name <- Definition'",
         )
-    for name, operator, value_text in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
+    for index, head in enumerate(heads):
+        end = heads[index + 1].start() if index + 1 < len(heads) else len(body)
+        name, operator, value_text = head.group(1), head.group(2), body[head.end() : end]
         if operator == "<-":
             config.substitutions[name] = value_text.strip()
             continue
@@ -92,7 +96,7 @@ def _constants(body: str, line: int, config: ModelConfig) -> None:
             raise TidemarkError(
                 f"constant {name} has a value TLC would not accept: {error.message}",
                 source=str(config.path),
-                location=f"line {line}",
+                location=f"line {line + body[: head.start(1)].count(chr(10))}",
                 expected=error.expected,
             ) from error
 
@@ -108,11 +112,16 @@ def read_config(path: Path) -> ModelConfig:
         if target == "constants":
             _constants(body, line, config)
             continue
+        if target == "unsupported":
+            raise TidemarkError(
+                f"TLC 2.15 does not support {keyword}",
+                source=str(path),
+                location=f"line {line}",
+                expected="deadlock checking set on the command line (TlcOptions.check_deadlock)",
+            )
         words = _WORD.findall(body)
         if target in ("invariants", "properties", "constraints"):
             getattr(config, target).extend(words)
-        elif target == "check_deadlock":
-            continue
         elif len(words) != 1:
             raise TidemarkError(
                 f"{keyword} takes one name, found {len(words)}",

@@ -12,6 +12,7 @@ Tables:
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +35,9 @@ _STATE = re.compile(r'^(-?\d+) \[label="(.*)"(,style = filled)?\];?$')
 _EDGE = re.compile(r'^(-?\d+) -> (-?\d+) \[label="([^"]*)"[^\]]*\];?$')
 _ESCAPE = re.compile(r"\\(.)")
 # Lines of the dot envelope that carry no state or edge.
-_ENVELOPE = re.compile(r'^(strict digraph \w+ \{|nodesep=[\d.]+;|subgraph \w+ \{|color="\w+";|\}|\{rank = same;.*\}|)$')
+_ENVELOPE = re.compile(
+    r'^(strict digraph \w+ \{|nodesep=[\d.]+;|subgraph \w+ \{|color="\w+";|\}|\{rank = same;.*\}|)$'
+)
 
 
 class GraphSummary(BaseModel):
@@ -104,7 +107,9 @@ def read_dot(lines: IO[str] | Iterator[str], *, source: str) -> Iterator[tuple[s
             )
 
 
-def dot_to_parquet(dot: Path, states_path: Path, edges_path: Path, *, chunk_rows: int = 50_000) -> GraphSummary:
+def dot_to_parquet(
+    dot: Path, states_path: Path, edges_path: Path, *, chunk_rows: int = 50_000
+) -> GraphSummary:
     """Convert a TLC dot dump into the states and edges Parquet tables, streaming.
 
     Files are written next to their targets and renamed at the end, so an error or interrupt
@@ -127,19 +132,17 @@ def dot_to_parquet(dot: Path, states_path: Path, edges_path: Path, *, chunk_rows
                     self_loops += row[0] == row[1]
         states.close()
         edges.close()
+        if states.rows == 0:
+            raise TidemarkError("the dump holds no states", source=str(dot), expected="a TLC -dump dot file")
         partial_states.replace(states_path)
         partial_edges.replace(edges_path)
     except BaseException:
         for writer in (states, edges):
-            try:
+            with contextlib.suppress(Exception):  # the original error matters more than a failing cleanup
                 writer.close()
-            except Exception:  # the original error matters more than a failing cleanup
-                pass
         partial_states.unlink(missing_ok=True)
         partial_edges.unlink(missing_ok=True)
         raise
-    if states.rows == 0:
-        raise TidemarkError("the dump holds no states", source=str(dot), expected="a TLC -dump dot file")
     return GraphSummary(
         states=states.rows,
         edges=edges.rows,

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from conformance.tlc.runner import TlcRun
-from conformance.tlc.values import TlaValueError, Value, parse_state, state_to_itf
+from conformance.tlc.values import Record, TlaValueError, Value, parse_state, state_to_itf
 
 _FRAME = re.compile(r"@!@!@STARTMSG (\d+):(\d+) @!@!@\n?|@!@!@ENDMSG (\d+) @!@!@\n?")
 
@@ -34,9 +34,24 @@ STATS = 2199
 SEARCH_DEPTH = 2194
 STATE = 2217
 STUTTERING = 2218
-SIMULATION_STATS = 2201
+SIMULATION_PROGRESS = 2209
 CONFIG_FILE_ERROR = 5001
-CONFIG_ERRORS = {CONFIG_FILE_ERROR, 2222, 2229, 2230, 2231, 2232, 2233, 2234, 2235, 2236, 2237, 2238, 2239, 2240}
+CONFIG_ERRORS = {
+    CONFIG_FILE_ERROR,
+    2222,
+    2229,
+    2230,
+    2231,
+    2232,
+    2233,
+    2234,
+    2235,
+    2236,
+    2237,
+    2238,
+    2239,
+    2240,
+}
 SANY_FAILED = 3002
 
 
@@ -116,7 +131,8 @@ def split_messages(output: str) -> tuple[list[Message], str]:
     return messages, "".join(plain)
 
 
-_STEP_HEAD = re.compile(r"^(\d+): (?:<(\w+)(?: line \d+.*)?>|(Stuttering)|Back to state.*)$")
+# "1: <Initial predicate>", "2: <Next line 3, col 1 to ... of module M>", "3: Stuttering", "Back to state".
+_STEP_HEAD = re.compile(r"^(\d+): (?:<(\w+)(?: predicate| line \d+.*)?>|(Stuttering)|Back to state.*)$")
 
 
 def parse_trace_step(body: str, *, source: str) -> TraceStep:
@@ -129,13 +145,13 @@ def parse_trace_step(body: str, *, source: str) -> TraceStep:
     action = state.get("action")
     if label == "Initial":
         label = "Init"
-    if hasattr(action, "get") and isinstance(action.get("name"), str):  # specs that record `action`
-        label = str(action.get("name"))
+    if isinstance(action, Record) and isinstance(action.get("name"), str):  # specs that record `action`
+        label = str(action["name"])
     return TraceStep(index=int(match.group(1)), action=label, state=state_to_itf(state))
 
 
 _STATS = re.compile(r"([\d,]+) states generated, ([\d,]+) distinct states found")
-_SIM_STATS = re.compile(r"The number of states generated: ([\d,]+)")
+_SIM_STATS = re.compile(r"([\d,]+) states generated, -1 distinct")
 _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
 _INVARIANT = re.compile(r"Invariant (\w+) is violated")
 _PROPERTY = re.compile(r"(?:Action property|Temporal property) (\w+)")
@@ -159,7 +175,9 @@ def _number(text: str) -> int:
 
 
 def _parse_error(plain: str) -> ParseErrorLocation:
-    lines = [line.strip() for line in plain.splitlines() if line.strip() and not line.startswith("Parsing file")]
+    lines = [
+        line.strip() for line in plain.splitlines() if line.strip() and not line.startswith("Parsing file")
+    ]
     detail = next((line for line in lines if not line.startswith("Semantic processing")), "")
     semantic = _SEMANTIC_AT.search(plain)
     if semantic:
@@ -177,8 +195,20 @@ def _parse_error(plain: str) -> ParseErrorLocation:
         module=module.group(1) if module else None,
         line=int(at.group(1)) if at else None,
         column=int(at.group(2)) if at else None,
-        message=" ".join(lines[:4]) if not expecting else " ".join(plain[expecting.start() :].split("\n")[:3]),
+        message=" ".join(lines[:4])
+        if not expecting
+        else " ".join(plain[expecting.start() :].split("\n")[:3]),
     )
+
+
+def _trace_step(body: str, run: TlcRun, source: str) -> TraceStep | None:
+    """A counterexample state; None for the last one of a run killed mid-print (the timeout says it)."""
+    try:
+        return parse_trace_step(body, source=f"{source}: trace state")
+    except TlaValueError:
+        if run.timed_out:
+            return None
+        raise
 
 
 def parse_output(run: TlcRun, *, source: str = "TLC output") -> TlcResult:
@@ -191,20 +221,28 @@ def parse_output(run: TlcRun, *, source: str = "TLC output") -> TlcResult:
         code, body = message.code, message.body
         if code == STATS and (match := _STATS.search(body)):
             result.generated_states, result.distinct_states = _number(match.group(1)), _number(match.group(2))
-        elif code == SIMULATION_STATS and (match := _SIM_STATS.search(body)):
+        elif code == SIMULATION_PROGRESS and (match := _SIM_STATS.search(body)):
             result.generated_states = _number(match.group(1))
         elif code == SEARCH_DEPTH and (match := _DEPTH.search(body)):
             result.depth = int(match.group(1))
         elif code in (INVARIANT_VIOLATED, INVARIANT_VIOLATED_INITIAL):
             match = _INVARIANT.search(body)
-            violation = Violation(kind=Outcome.INVARIANT_VIOLATED, invariant=match.group(1) if match else None)
+            violation = Violation(
+                kind=Outcome.INVARIANT_VIOLATED, invariant=match.group(1) if match else None
+            )
+            _head, _, initial_state = body.partition("\n")
+            if code == INVARIANT_VIOLATED_INITIAL and initial_state.strip():  # the state is in the message
+                step = _trace_step(f"1: <Initial predicate>\n{initial_state}", run, source)
+                violation.trace.extend([step] if step else [])
         elif code in (ACTION_PROPERTY_VIOLATED, TEMPORAL_VIOLATED):
             match = _PROPERTY.search(body)
             violation = Violation(kind=Outcome.PROPERTY_VIOLATED, invariant=match.group(1) if match else None)
         elif code == DEADLOCK:
             violation = Violation(kind=Outcome.DEADLOCK)
         elif code in (STATE, STUTTERING) and violation is not None:
-            violation.trace.append(parse_trace_step(body, source=f"{source}: trace state"))
+            step = _trace_step(body, run, source)
+            if step is not None:
+                violation.trace.append(step)
         elif code == BACK_TO_STATE and violation is not None:
             match = re.match(r"(\d+)", body)
             violation.loops_back_to = int(match.group(1)) if match else None

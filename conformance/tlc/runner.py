@@ -6,6 +6,7 @@ it started. Output is streamed line by line to an optional callback (the CLI's p
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import os
 import shutil
@@ -37,9 +38,13 @@ class TlcOptions(BaseModel):
     fp: int = Field(default=1, ge=0, le=130, description="fingerprint polynomial index (-fp)")
     seed: int = 1
     depth: int | None = Field(default=None, ge=1, description="simulation depth (-depth)")
-    traces: int | None = Field(default=None, ge=1, description="simulation: number of traces (-simulate num=)")
+    traces: int | None = Field(
+        default=None, ge=1, description="simulation: number of traces (-simulate num=)"
+    )
     check_deadlock: bool = True
-    dump_dot: Path | None = Field(default=None, description="write the state graph here (-dump dot,actionlabels)")
+    dump_dot: Path | None = Field(
+        default=None, description="write the state graph here (-dump dot,actionlabels)"
+    )
 
 
 class TlcRun(BaseModel):
@@ -112,7 +117,9 @@ def tlc_command(spec: Path, config: Path, options: TlcOptions, metadir: Path) ->
         command += ["-simulate", f"num={options.traces or 1}"]
         command += ["-depth", str(options.depth or 100)]
     elif options.depth is not None:
-        raise TidemarkError("-depth applies to simulation only", source="TLC options", expected="mode=simulate")
+        raise TidemarkError(
+            "-depth applies to simulation only", source="TLC options", expected="mode=simulate"
+        )
     if options.dump_dot is not None:
         command += ["-dump", "dot,actionlabels", str(options.dump_dot.resolve())]
     command.append(str(spec))
@@ -120,10 +127,8 @@ def tlc_command(spec: Path, config: Path, options: TlcOptions, metadir: Path) ->
 
 
 def _kill_tree(process: subprocess.Popen[str]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def run_tlc(

@@ -608,7 +608,7 @@ def _sorted_elements(values: Iterable[Value]) -> list[Value]:
     elements = list(values)
     kinds = {type(x) for x in elements}
     if len(kinds) == 1 and (int in kinds or str in kinds):
-        return sorted(elements)
+        return sorted(elements, key=None)  # type: ignore[type-var]  # all ints or all strings
     return sorted(elements, key=value_sort_key)
 
 

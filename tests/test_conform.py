@@ -1,0 +1,166 @@
+"""Conformance of spec/UpdateCounter.tla and impl/counter.py: real TLC dumps, replay locally and on Spark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from conformance.cli import main
+from conformance.conform import ConformResult, conform
+from conformance.mappings import mapping_for
+from conformance.replay import replay_state
+from conformance.tlc.config import read_config
+from conformance.tlc.values import Record, canonical_json, from_itf, state_from_itf, state_to_itf
+
+SPEC = Path("spec/UpdateCounter.tla")
+SMALL = Path("tests/models/UpdateCounter-small.cfg")
+ACTIONS = {"Reserve", "Commit", "Rollback", "Drop", "Replay", "Restart", "Exchange"}
+
+pytestmark = pytest.mark.tlc
+
+
+@pytest.fixture(scope="module")
+def spark_result(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> ConformResult:
+    return conform(SPEC, SMALL, run_dir=tmp_path_factory.mktemp("conform-spark"))
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[ConformResult, Path]:
+    run_dir = tmp_path_factory.mktemp("conform-local")
+    return conform(SPEC, SMALL, local=True, run_dir=run_dir), run_dir
+
+
+@pytest.mark.spark
+def test_every_edge_of_the_small_model_replays_on_spark(spark_result: ConformResult) -> None:
+    assert spark_result.holds
+    assert spark_result.tlc is not None
+    assert spark_result.states == spark_result.tlc.distinct_states
+    # TLC counts the initial state among the states it generated; every other one is an edge.
+    assert spark_result.tlc.generated_states == spark_result.edges + 1
+    assert spark_result.edges_replayed == spark_result.edges > 10_000
+    assert (spark_result.mismatches, spark_result.enabledness_mismatches) == (0, 0)
+    assert set(spark_result.coverage) == ACTIONS
+    assert spark_result.master == "local[2]"
+
+
+@pytest.mark.spark
+def test_spark_and_local_replay_agree(
+    spark_result: ConformResult, local_run: tuple[ConformResult, Path]
+) -> None:
+    local, _ = local_run
+    assert local.master is None
+    assert (local.states, local.edges, local.coverage) == (
+        spark_result.states,
+        spark_result.edges,
+        spark_result.coverage,
+    )
+
+
+def test_run_directory_holds_graph_and_summary(local_run: tuple[ConformResult, Path]) -> None:
+    result, run_dir = local_run
+    assert pq.read_metadata(run_dir / "states.parquet").num_rows == result.states
+    assert pq.read_metadata(run_dir / "edges.parquet").num_rows == result.edges
+    assert pq.read_metadata(run_dir / "mismatches.parquet").num_rows == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["edges_replayed"] == result.edges
+    assert not list(run_dir.glob("*.partial")) and not (run_dir / "graph.dot").exists()
+
+
+def test_counter_without_out_of_order_tracking_is_caught(tmp_path: Path) -> None:
+    result = conform(SPEC, SMALL, local=True, mutant="no-out-of-order-tracking", run_dir=tmp_path)
+    assert not result.holds
+    assert result.mismatches > 0
+    edge = next(e for e in result.examples if e.kind == "edge")
+    # The mutant moves LWM over holes: the diff names the counter's lwm (or items) of some copy.
+    assert any(line.startswith("counter.") for line in edge.diff), edge
+
+
+def _graph(run_dir: Path) -> tuple[dict[int, str], dict[int, str], dict[int, list[int]]]:
+    states = pq.read_table(run_dir / "states.parquet").to_pydict()
+    edges = pq.read_table(run_dir / "edges.parquet").to_pydict()
+    outgoing: dict[int, list[int]] = {}
+    for src, dst in zip(edges["src"], edges["dst"], strict=True):
+        outgoing.setdefault(src, []).append(dst)
+    return (
+        dict(zip(states["fp"], states["state"], strict=True)),
+        dict(zip(states["fp"], states["action"], strict=True)),
+        outgoing,
+    )
+
+
+def test_tampered_successor_is_reported_with_a_diff(local_run: tuple[ConformResult, Path]) -> None:
+    _, run_dir = local_run
+    states, actions, outgoing = _graph(run_dir)
+    mapping = mapping_for("UpdateCounter", read_config(SMALL).constants)
+    src = next(
+        fp
+        for fp, dsts in outgoing.items()
+        if any(from_itf(json.loads(actions[d]))["name"] == "Commit" for d in dsts)
+    )
+    dst = next(d for d in outgoing[src] if from_itf(json.loads(actions[d]))["name"] == "Commit")
+    tampered = state_from_itf(json.loads(states[dst]))
+    counter = tampered["counter"]
+    assert isinstance(counter, Record)
+    copy = str(from_itf(json.loads(actions[dst]))["copy"])
+    changed = Record({**counter, copy: Record({**counter[copy], "lwm": 99})})  # type: ignore[dict-item]
+    tampered["counter"] = changed
+    edges = [
+        (d, canonical_json(state_to_itf(tampered)) if d == dst else states[d], actions[d])
+        for d in outgoing[src]
+    ]
+    result = replay_state(mapping, src, states[src], edges)
+    assert (result.mismatches, result.enabledness_mismatches) == (1, 0)
+    [mismatch] = result.examples
+    assert mismatch.diff[0].startswith(f"counter.{copy}.lwm: expected 99, got ")
+
+
+def test_missing_edge_is_an_enabledness_mismatch(local_run: tuple[ConformResult, Path]) -> None:
+    _, run_dir = local_run
+    states, actions, outgoing = _graph(run_dir)
+    mapping = mapping_for("UpdateCounter", read_config(SMALL).constants)
+    src = next(fp for fp, dsts in outgoing.items() if len(dsts) > 2)
+    kept = outgoing[src][1:]
+    result = replay_state(mapping, src, states[src], [(d, states[d], actions[d]) for d in kept])
+    assert result.mismatches == 0 and result.enabledness_mismatches == 1
+    [mismatch] = result.examples
+    assert mismatch.extra == [json.loads(actions[outgoing[src][0]])] and mismatch.missing == []
+
+
+def test_cli_conform_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["conform", str(SPEC), "--config", str(SMALL), "--local", "--run-dir", str(tmp_path), "--json"]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    for key in ("states", "edges", "edges_replayed", "mismatches", "enabledness_mismatches", "tlc_seconds"):
+        assert key in report
+    assert report["edges_replayed"] == report["edges"] > 0 and report["mismatches"] == 0
+
+
+def test_cli_conform_mutant_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["conform", str(SPEC), "--config", str(SMALL), "--local", "--run-dir", str(tmp_path), "--json"]
+    code = main([*argv, "--mutant", "no-out-of-order-tracking"])
+    assert code == 1
+    assert json.loads(capsys.readouterr().out)["mismatches"] > 0
+
+
+def test_unknown_mutant_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "conform",
+            str(SPEC),
+            "--config",
+            str(SMALL),
+            "--local",
+            "--run-dir",
+            str(tmp_path),
+            "--mutant",
+            "nope",
+        ]
+    )
+    assert code == 2
+    assert "unknown mutant 'nope'" in capsys.readouterr().err
