@@ -441,11 +441,29 @@ def markdown_table(report: DistributionReport, nodes: int | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def html_page(report: DistributionReport, plots: list[Path]) -> str:
+    """A standalone report page: the configuration, the plots (beside it) and the table."""
+    config = report.config
+    images = "".join(f'<p><img src="{html.escape(p.name)}" alt="{html.escape(p.stem)}"></p>\n' for p in plots)
+    return (
+        '<!doctype html>\n<html><head><meta charset="utf-8"><title>tidemark: data distribution</title>\n'
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}</style></head><body>\n"
+        "<h1>Data distribution</h1>\n"
+        f"<p>{config.partitions} partitions, {config.backups} backups, nodes {list(config.node_counts)}, "
+        f"{config.trials} trials per size, seed {config.seed}.</p>\n"
+        f"{images}{html_table(report)}</body></html>\n"
+    )
+
+
 def write_distribution_artifacts(report: DistributionReport, directory: Path) -> list[Path]:
-    """report.json, table.html and the plots in `directory`; returns the files written."""
+    """report.json, table.html, index.html and the plots in `directory`; returns the files written."""
     directory.mkdir(parents=True, exist_ok=True)
     data = directory / "report.json"
     data.write_text(report.model_dump_json(indent=2))
     table = directory / "table.html"
     table.write_text(html_table(report))
-    return [data, table, *plot_distribution(report, directory)]
+    plots = plot_distribution(report, directory)
+    page = directory / "index.html"
+    page.write_text(html_page(report, plots))
+    return [data, table, page, *plots]

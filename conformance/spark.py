@@ -73,7 +73,6 @@ def spark_session(master: str | None = None, app_name: str = "tidemark") -> Iter
             .config("spark.default.parallelism", str(cores))
             .config("spark.driver.extraJavaOptions", java_opts)
             .config("spark.executor.extraJavaOptions", java_opts)
-            .config("spark.local.dir", scratch)
             .config("spark.sql.warehouse.dir", str(Path(scratch) / "warehouse"))
         )
         if master.startswith("local"):

@@ -150,8 +150,17 @@ def test_spark_sweep_structure_and_sanity(report: DistributionReport) -> None:
 
 @pytest.mark.spark
 def test_artifacts(report: DistributionReport, tmp_path: Path) -> None:
+    table_marker = '<table class="distribution">'
     written = write_distribution_artifacts(report, tmp_path)
-    assert sorted(p.name for p in written) == ["movement.png", "peak_mean.png", "report.json", "table.html"]
+    assert sorted(p.name for p in written) == [
+        "index.html",
+        "movement.png",
+        "peak_mean.png",
+        "report.json",
+        "table.html",
+    ]
+    page = (tmp_path / "index.html").read_text()
+    assert '<img src="peak_mean.png"' in page and '<img src="movement.png"' in page and table_marker in page
     for png in ("movement.png", "peak_mean.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert DistributionReport.model_validate(json.loads((tmp_path / "report.json").read_text())) == report
