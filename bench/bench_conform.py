@@ -38,7 +38,8 @@ def main() -> None:
         tlc, summary, load_seconds = dump_graph(args.spec, config, graph, options, None)
         assert summary is not None, tlc.error
         print(f"  TLC check + dot dump: {tlc.seconds:7.1f} s  ({summary.edges:,} edges)")
-        print(f"  dot -> Parquet:       {load_seconds:7.1f} s  ({summary.states / load_seconds:,.0f} states/s)")
+        rate = summary.states / load_seconds
+        print(f"  dot -> Parquet:       {load_seconds:7.1f} s  ({rate:,.0f} states/s)")
 
         started = time.monotonic()
         local = replay_locally(graph, args.spec.stem, constants, None)
@@ -59,7 +60,8 @@ def main() -> None:
             assert result.edges_replayed == summary.edges
             print(
                 f"  replay, Spark {master}: {seconds:6.1f} s  ({summary.edges / seconds:,.0f} edges/s)"
-                f"  vs one process x{local_seconds / seconds:.2f}  replay/TLC-check = {seconds / check.seconds:.2f}"
+                f"  vs one process x{local_seconds / seconds:.2f}"
+                f"  replay/TLC-check = {seconds / check.seconds:.2f}"
             )
 
 
