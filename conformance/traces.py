@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -103,18 +103,18 @@ def _states(model: ItfTrace, source: str, line: int) -> tuple[State, ...]:
     states = []
     for index, itf in enumerate(model.states):
         names = {name for name in itf if not name.startswith("#")}
-        for missing in sorted(expected - names):
+        if missing := sorted(expected - names):
             raise TidemarkError(
-                f"state {index} lacks variable {missing!r}",
+                f"state {index} lacks variable {missing[0]!r}",
                 source=source,
                 location=f"line {line}, states[{index}]",
                 expected=f"a binding for each of vars: {sorted(expected)}",
             )
-        for extra in sorted(names - expected):
+        if extra := sorted(names - expected):
             raise TidemarkError(
-                f"state {index} binds {extra!r}, which is not in vars",
+                f"state {index} binds {extra[0]!r}, which is not in vars",
                 source=source,
-                location=f"line {line}, states[{index}].{extra}",
+                location=f"line {line}, states[{index}].{extra[0]}",
                 expected=f"only the variables in vars: {sorted(expected)}",
             )
         state: State = {}
@@ -188,11 +188,11 @@ def trace_to_itf(trace: Trace) -> dict[str, JSON]:
     meta: dict[str, JSON] = {"format": "ITF", "id": trace.id, "spec": trace.spec}
     if trace.config is not None:
         meta["config"] = trace.config
-    variables = sorted(trace.states[0])
+    variables: list[JSON] = [*sorted(trace.states[0])]
     states: list[JSON] = [
         {"#meta": {"index": index}, **state_to_itf(state)} for index, state in enumerate(trace.states)
     ]
-    return {"#meta": meta, "vars": list[JSON](variables), "states": states}
+    return {"#meta": meta, "vars": variables, "states": states}
 
 
 def write_traces(path: Path, traces: Iterable[Trace]) -> None:
@@ -206,12 +206,6 @@ def write_traces(path: Path, traces: Iterable[Trace]) -> None:
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-
-
-def make_trace(
-    trace_id: str, spec: str, states: Iterable[Mapping[str, Value]], config: str | None = None
-) -> Trace:
-    return Trace(id=trace_id, spec=spec, states=tuple(dict(s) for s in states), config=config)
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ def test_split_messages_of_a_successful_run() -> None:
     assert sany[0].startswith("Parsing file /")
     assert sany[0].endswith("/tests/fixtures/tlc/Ok.tla")  # recorded with its absolute path
     assert sany[1:] == [
-        "Parsing file /tmp/Naturals.tla",
+        "Parsing file /src/Naturals.tla",
         "Semantic processing of module Naturals",
         "Semantic processing of module Ok",
     ]
