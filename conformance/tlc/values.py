@@ -99,16 +99,65 @@ class ModelValue:
 _Key = TypeVar("_Key", bound="Value")
 
 
-class Record(Mapping[str, "Value"]):
+_K = TypeVar("_K")
+
+
+class _FrozenMap(Mapping[_K, "Value"]):
+    """The immutable, hashable mapping behind Record and Function: equal only to its own kind."""
+
+    __slots__ = ("_data", "_hash")
+    _data: dict[_K, Value]
+    _hash: int | None
+
+    def __getitem__(self, key: _K) -> Value:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[_K]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def keys(self) -> KeysView[_K]:
+        return self._data.keys()
+
+    def items(self) -> ItemsView[_K, Value]:
+        return self._data.items()
+
+    def values(self) -> ValuesView[Value]:
+        return self._data.values()
+
+    def __eq__(self, other: object) -> bool:
+        # Only the same kind: a dict, or a Record vs a Function with the same items, is another value.
+        if type(other) is type(self):
+            return self._data == other._data
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        # A frozenset, not the key order: Python-equal keys (1 and TRUE) need not sort alike.
+        if self._hash is None:
+            self._hash = hash(frozenset(self._data.items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._data!r})"
+
+    def __reduce__(self) -> tuple[type, tuple[dict[_K, Value]]]:
+        # Rebuilt, not copied: a cached string hash is only valid in the process that computed it.
+        return (type(self), (self._data,))
+
+
+class Record(_FrozenMap[str]):
     """An immutable record ``[a |-> 1, b |-> 2]``; fields are kept sorted by name, as TLC normalizes them.
 
     Field names must be names TLC prints as record fields (see ``make_function`` for other string keys)
     and there must be at least one: the empty record is the empty function, ``()``.
     """
 
-    __slots__ = ("_fields", "_hash")
-    _fields: dict[str, Value]
-    _hash: int | None
+    __slots__ = ()
 
     def __init__(
         self, fields: Mapping[str, Value] | Iterable[tuple[str, Value]] = (), /, **kwargs: Value
@@ -119,103 +168,24 @@ class Record(Mapping[str, "Value"]):
         for name in given:
             if not isinstance(name, str) or not _is_name(name):
                 raise ValueError(f"{name!r} is not a record field name; use make_function for other keys")
-        self._fields = {name: given[name] for name in sorted(given)}
+        self._data = {name: given[name] for name in sorted(given)}
         self._hash = None
 
-    def __getitem__(self, key: str) -> Value:
-        return self._fields[key]
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._fields)
-
-    def __len__(self) -> int:
-        return len(self._fields)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._fields
-
-    def keys(self) -> KeysView[str]:
-        return self._fields.keys()
-
-    def items(self) -> ItemsView[str, Value]:
-        return self._fields.items()
-
-    def values(self) -> ValuesView[Value]:
-        return self._fields.values()
-
-    def __eq__(self, other: object) -> bool:
-        # Only another Record: a dict or a Function with the same items is a different Python value.
-        if isinstance(other, Record):
-            return self._fields == other._fields
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        if self._hash is None:
-            self._hash = hash(tuple(self._fields.items()))
-        return self._hash
-
-    def __repr__(self) -> str:
-        return f"Record({self._fields!r})"
-
-    def __reduce__(self) -> tuple[type[Record], tuple[dict[str, Value]]]:
-        # Rebuilt, not copied: a cached string hash is only valid in the process that computed it.
-        return (Record, (self._fields,))
-
-
-class Function(Mapping["Value", "Value"]):
+class Function(_FrozenMap["Value"]):
     """An immutable function ``(k1 :> v1 @@ k2 :> v2)`` whose domain is neither empty, ``1..n`` nor all
     field names (those are ``()``, a tuple and a ``Record``: ``make_function`` picks). Keys are kept in
     ``value_sort_key`` order.
     """
 
-    __slots__ = ("_hash", "_map")
-    _map: dict[Value, Value]
-    _hash: int | None
+    __slots__ = ()
 
     def __init__(self, pairs: Mapping[_Key, Value] | Iterable[tuple[Value, Value]], /) -> None:
         made = make_function(pairs)
         if not isinstance(made, Function):
             raise ValueError(f"TLC prints this function as {format_value(made)}; use make_function")
-        self._map = made._map
+        self._data = made._data
         self._hash = None
-
-    def __getitem__(self, key: Value) -> Value:
-        return self._map[key]
-
-    def __iter__(self) -> Iterator[Value]:
-        return iter(self._map)
-
-    def __len__(self) -> int:
-        return len(self._map)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._map
-
-    def keys(self) -> KeysView[Value]:
-        return self._map.keys()
-
-    def items(self) -> ItemsView[Value, Value]:
-        return self._map.items()
-
-    def values(self) -> ValuesView[Value]:
-        return self._map.values()
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Function):
-            return self._map == other._map
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        # A frozenset, not the key order: Python-equal keys (1 and TRUE) need not sort alike.
-        if self._hash is None:
-            self._hash = hash(frozenset(self._map.items()))
-        return self._hash
-
-    def __repr__(self) -> str:
-        return f"Function({self._map!r})"
-
-    def __reduce__(self) -> tuple[type[Function], tuple[dict[Value, Value]]]:
-        return (Function, (self._map,))
 
 
 Value: TypeAlias = (
@@ -228,7 +198,7 @@ SortKey: TypeAlias = tuple[object, ...]
 def _new_record(fields: dict[str, Value]) -> Record:
     """A Record from fields already checked and sorted (the constructor's checks cost the parser)."""
     record = Record.__new__(Record)
-    record._fields = fields
+    record._data = fields
     record._hash = None
     return record
 
@@ -259,7 +229,7 @@ def _canonical_function(by_key: dict[Value, Value]) -> Value:
             names.sort()
             return _new_record({name: by_key[name] for name in names})
     function = Function.__new__(Function)
-    function._map = {k: by_key[k] for k in _sorted_elements(by_key)}
+    function._data = {k: by_key[k] for k in _sorted_elements(by_key)}
     function._hash = None
     return function
 
