@@ -21,8 +21,10 @@ from conformance.tlc.output import TlcResult
 from conformance.tlc.runner import TlcOptions
 
 # soft_wrap: paths and messages are never broken mid-word when output is not a terminal.
+# Tables get a readable width when output goes to a file or CI log (rich assumes 80 there).
+_WIDTH = None if sys.stdout.isatty() else 140
 console = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True)
+out = Console(soft_wrap=True, width=_WIDTH)
 
 # The standard model of every spec the main job verifies, in dependency order.
 STANDARD_SPECS = [Path("spec/UpdateCounter.tla")]
@@ -183,6 +185,33 @@ def cmd_verify(args: argparse.Namespace) -> int:
         out.print(table)
         out.print("[green]everything holds[/]" if ok else "[red]something does not hold[/]")
     return 0 if ok else 1
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
+    from conformance.traces import read_traces
+    from conformance.validate import resolve_model, validate_traces
+
+    traces = read_traces(args.traces)
+    spec, config = resolve_model(traces, args.spec, args.config)
+    report = validate_traces(traces, spec, config, _tlc_options(args))
+    if args.json:
+        print(report.model_dump_json())
+        return 0 if report.holds else 1
+    style = "green" if report.holds else "red"
+    out.print(
+        f"[bold]{escape(str(args.traces))}[/]: [{style}]{report.accepted}/{report.traces} traces accepted[/]"
+        f" by {escape(str(spec))} with {escape(str(config))} (TLC {report.tlc_seconds:.1f} s)"
+    )
+    for rejection in report.rejected:
+        out.print(
+            f"  [red]{escape(rejection.id)}[/] rejected at step {rejection.step}"
+            f" ({escape(rejection.action or 'no action recorded')}): {escape(rejection.reason)}"
+        )
+        for line in rejection.diff:
+            out.print(f"    {escape(line)}")
+    return 0 if report.holds else 1
 
 
 def _parse_key(text: str, kind: str) -> object:
@@ -346,6 +375,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     distribution.add_argument("--json", action="store_true", help="print one JSON object")
     distribution.set_defaults(run=cmd_distribution)
+
+    validate = commands.add_parser("validate", help="check implementation traces (ITF JSON lines) with TLC")
+    validate.add_argument("traces", type=Path, metavar="TRACES.jsonl")
+    validate.add_argument("--spec", type=Path, help="the spec (default: spec/NAME.tla, NAME from the traces)")
+    validate.add_argument(
+        "--config", type=Path, help="TLC model config (default: the traces' #meta.config, else SPEC.cfg)"
+    )
+    validate.add_argument("--json", action="store_true", help="print one JSON object")
+    _tlc_arguments(validate)
+    validate.set_defaults(run=cmd_validate)
 
     verify = commands.add_parser("verify", help="the main job: check and conform every spec's standard model")
     verify.add_argument("--master", help="Spark master URL (default local[*])")

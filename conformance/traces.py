@@ -25,16 +25,15 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, ValidationError
 
 from conformance.errors import TidemarkError
-from conformance.tlc.values import JSON, Value, from_itf, state_to_itf
+from conformance.mappings import State
+from conformance.tlc.values import JSON, from_itf, state_to_itf
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "trace.schema.json"
-
-State = dict[str, Value]
 
 _IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -58,7 +57,9 @@ class ItfTrace(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, title="tidemark trace (one ITF trace)")
 
     meta: TraceMeta = Field(alias="#meta")
-    vars: list[str] = Field(min_length=1, description="the spec's variables, each bound in every state")
+    vars: list[Annotated[str, StringConstraints(pattern=_IDENTIFIER)]] = Field(
+        min_length=1, description="the spec's variables, each bound in every state"
+    )
     states: list[dict[str, JsonValue]] = Field(
         min_length=1, description="ITF states: variable -> ITF value (plus an optional #meta)"
     )
@@ -144,7 +145,10 @@ def parse_trace_line(text: str, *, source: str, line: int) -> Trace:
         ) from error
     if len(set(model.vars)) != len(model.vars):
         raise TidemarkError(
-            "a variable is listed twice", source=source, location=f"line {line}, vars", expected="unique names"
+            "a variable is listed twice",
+            source=source,
+            location=f"line {line}, vars",
+            expected="unique names",
         )
     return Trace(
         id=model.meta.id,

@@ -44,7 +44,7 @@ EXTENDS Naturals, Sequences, FiniteSets, TLC
 CONSTANTS
     Copies,     \* the copies of the partition, e.g. {"p", "b"}
     Primary,    \* the copy that reserves counters at tx prepare, e.g. "p"
-    MaxCounter, \* bound on reserved counters (the primary's HWM), e.g. 5
+    MaxCounter, \* bound on reserved counters (the primary's HWM), e.g. 3
     Deltas      \* sizes of reserved ranges (a tx's keys in the partition), e.g. {1, 2}
 
 ASSUME Primary \in Copies /\ MaxCounter \in Nat /\ Deltas \subseteq Nat \ {0}
