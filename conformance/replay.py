@@ -22,11 +22,10 @@ from conformance.tlc.values import (
     Function,
     Record,
     Value,
-    canonical_json,
+    canonical_state_json,
     format_value,
     from_itf,
     state_from_itf,
-    state_to_itf,
     to_itf,
     value_sort_key,
 )
@@ -151,7 +150,7 @@ def replay_state(
             continue
         summary.edges_replayed += 1
         coverage[_action_name(action)] += 1
-        if canonical_json(state_to_itf(actual)) != dst_json:
+        if canonical_state_json(actual) != dst_json:
             diff = state_diff(state_from_itf(json.loads(dst_json)), actual) or ["canonical texts differ"]
             summary.mismatches += 1
             summary.examples.append(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import cast
 
 from conformance.errors import TidemarkError
@@ -32,6 +33,19 @@ class CounterCopies:
     rolled_back: frozenset[Range]
     rejoined: frozenset[str]
     action: Value
+
+
+# Successors share most of their parts: equal parts become the same (memoized) object, which makes
+# comparing and printing them during replay cheap. The keys are the impl's ints, bools and strings with
+# fixed types per position, so Python's 1 == True cannot conflate two different TLA+ values here.
+@lru_cache(maxsize=1 << 14)
+def _counter_record(lwm: int, hwm: int, items: tuple[Range, ...], first: bool) -> Record:
+    return Record(lwm=lwm, hwm=hwm, items=items, first=first)
+
+
+@lru_cache(maxsize=1 << 14)
+def _per_copy(values: tuple[tuple[str, Value], ...]) -> Value:
+    return make_function(values)
 
 
 def _counters(ranges: Range) -> frozenset[int]:
@@ -101,23 +115,15 @@ class CounterMapping:
         )
 
     def abstract(self, impl: CounterCopies) -> State:
-        def per_copy(values: Mapping[str, Value]) -> Value:
-            return make_function(values)
-
         return {
-            "counter": per_copy(
-                {
-                    copy: Record(
-                        lwm=counter.lwm,
-                        hwm=counter.hwm,
-                        items=tuple(counter.items),
-                        first=counter.first,
-                    )
-                    for copy, counter in impl.counters.items()
-                }
+            "counter": _per_copy(
+                tuple(
+                    (copy, _counter_record(c.lwm, c.hwm, tuple(c.items), c.first))
+                    for copy, c in sorted(impl.counters.items())
+                )
             ),
-            "pending": per_copy(dict(impl.pending)),
-            "done": per_copy(dict(impl.done)),
+            "pending": _per_copy(tuple(sorted(impl.pending.items()))),
+            "done": _per_copy(tuple(sorted(impl.done.items()))),
             "committed": impl.committed,
             "rolledBack": impl.rolled_back,
             "rejoined": impl.rejoined,

@@ -663,6 +663,26 @@ def state_from_itf(obj: object) -> dict[str, Value]:
     return {name: from_itf(x) for name, x in obj.items() if not name.startswith("#")}
 
 
+# id(value) -> (value, its canonical text). Keyed by identity, not equality: Python's 1 == True would
+# otherwise give <<TRUE>> the text of <<1>>. Holding the value keeps its id from being reused.
+_TEXT_BY_ID: dict[int, tuple[Value, str]] = {}
+
+
+def canonical_state_json(state: Mapping[str, Value]) -> str:
+    """``canonical_json(state_to_itf(state))``, with each variable's text memoized by identity: replay
+    prints every successor, and mappings hand out the same objects for the parts successors share."""
+    parts = []
+    for name in sorted(state):
+        value = state[name]
+        known = _TEXT_BY_ID.get(id(value))
+        if known is None or known[0] is not value:
+            if len(_TEXT_BY_ID) >= _CACHE_LIMIT:
+                _TEXT_BY_ID.clear()
+            known = _TEXT_BY_ID[id(value)] = (value, canonical_json(to_itf(value)))
+        parts.append(f"{json.dumps(name)}:{known[1]}")
+    return "{" + ",".join(parts) + "}"
+
+
 def canonical_json(obj: JSON) -> str:
     """Compact JSON with sorted keys: equal values (``to_itf`` output, ITF states) give equal text."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
