@@ -35,7 +35,8 @@ def main() -> None:
     print(f"  TLC check:            {check.seconds:7.1f} s  ({check.distinct_states:,} distinct states)")
     with tempfile.TemporaryDirectory(prefix="tidemark-bench-") as scratch:
         graph = Path(scratch)
-        tlc, summary, load_seconds = dump_graph(args.spec, config, graph, options, None)
+        dump = dump_graph(args.spec, config, graph, options, None)
+        tlc, summary, load_seconds = dump.tlc, dump.graph, dump.load_seconds
         assert summary is not None, tlc.error
         print(f"  TLC check + dot dump: {tlc.seconds:7.1f} s  ({summary.edges:,} edges)")
         rate = summary.states / load_seconds

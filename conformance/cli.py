@@ -120,6 +120,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
     out.print(
         f"  TLC {result.tlc_seconds:.1f} s, graph load {result.load_seconds:.1f} s,"
         f" replay {result.replay_seconds:.1f} s on {result.master or 'this process'}"
+        + (" (graph reused from the run directory: same inputs)" if result.graph_reused else "")
     )
     coverage = ", ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"  coverage: {coverage}")

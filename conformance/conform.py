@@ -2,13 +2,14 @@
 
 Run directory layout (one per spec and model, reused by later commands):
     states.parquet, edges.parquet   the state graph (conformance/tlc/dot.py)
+    inputs.json                     what the graph was made from: a rerun on the same inputs reuses it
     mismatches.parquet              every mismatch example kept (ITF JSON per row)
     summary.json                    the ConformResult
 """
 
 from __future__ import annotations
 
-import os
+import hashlib
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -26,7 +27,7 @@ from conformance.spark import spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.dot import GraphSummary, dot_to_parquet
 from conformance.tlc.output import Outcome, TlcResult, parse_output
-from conformance.tlc.runner import TlcOptions, run_tlc
+from conformance.tlc.runner import TlcOptions, find_jar, run_tlc
 from conformance.tlc.values import Value
 
 
@@ -42,6 +43,7 @@ class ConformResult(BaseModel):
     enabledness_mismatches: int = 0
     tlc_seconds: float = 0.0
     load_seconds: float = 0.0
+    graph_reused: bool = Field(default=False, description="the run directory's graph matched the inputs")
     replay_seconds: float = 0.0
     master: str | None = None
     coverage: dict[str, int] = Field(default_factory=dict)
@@ -121,22 +123,66 @@ def _write_mismatches(path: Path, summary: ReplaySummary) -> None:
     partial_path.replace(path)
 
 
+class GraphInputs(BaseModel):
+    """What a dumped graph was made from; a run directory holding the same is reused, not rebuilt."""
+
+    fingerprint: str
+    tlc: TlcResult
+    graph: GraphSummary
+
+
+def inputs_fingerprint(spec: Path, config: Path, options: TlcOptions) -> str:
+    """Every module beside the spec (EXTENDS finds them there), the model, TLC and its graph options."""
+    digest = hashlib.sha256()
+    for path in [*sorted(spec.parent.glob("*.tla")), config, find_jar()]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(options.model_dump_json(include={"mode", "fp", "seed", "depth", "traces"}).encode())
+    return digest.hexdigest()
+
+
+class GraphDump(BaseModel):
+    tlc: TlcResult
+    graph: GraphSummary | None = Field(description="None when TLC did not finish with outcome ok")
+    load_seconds: float = 0.0
+    reused: bool = False
+
+
 def dump_graph(
     spec: Path, config: Path, graph: Path, options: TlcOptions, on_line: Callable[[str], None] | None
-) -> tuple[TlcResult, GraphSummary | None, float]:
-    """Run TLC with the dot dump and convert it to Parquet in `graph`; the dot file is removed."""
+) -> GraphDump:
+    """Run TLC with the dot dump and convert it to Parquet in `graph`; the dot file is removed.
+
+    When `graph` already holds the tables made from the same inputs, they are reused as they are.
+    """
     graph.mkdir(parents=True, exist_ok=True)
+    record = graph / "inputs.json"
+    fingerprint = inputs_fingerprint(spec, config, options)
+    tables = (graph / "states.parquet", graph / "edges.parquet")
+    if record.is_file() and all(table.is_file() for table in tables):
+        known = GraphInputs.model_validate_json(record.read_text())
+        if known.fingerprint == fingerprint:
+            return GraphDump(tlc=known.tlc, graph=known.graph, reused=True)
+    record.unlink(missing_ok=True)  # the tables below are about to change
     dot = graph / "graph.dot"
     try:
         run = run_tlc(spec, config, options.model_copy(update={"dump_dot": dot}), on_line)
         result = parse_output(run, source=f"TLC on {spec}")
         if result.outcome != Outcome.OK:
-            return result, None, 0.0
+            return GraphDump(tlc=result, graph=None)
         started = time.monotonic()
-        summary = dot_to_parquet(dot, graph / "states.parquet", graph / "edges.parquet")
-        return result, summary, time.monotonic() - started
+        summary = dot_to_parquet(dot, *tables)
+        _write_atomically(
+            record, GraphInputs(fingerprint=fingerprint, tlc=result, graph=summary).model_dump_json()
+        )
+        return GraphDump(tlc=result, graph=summary, load_seconds=round(time.monotonic() - started, 3))
     finally:
         dot.unlink(missing_ok=True)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    partial.replace(path)
 
 
 def conform(
@@ -155,14 +201,16 @@ def conform(
     model = read_config(config)
     mapping_for(spec.stem, model.constants, mutant)  # bad spec, constants or mutant: fail before TLC runs
     run_dir = run_dir or default_run_dir(spec, config)
-    tlc, graph, load_seconds = dump_graph(spec, config, run_dir, options or TlcOptions(), on_line)
+    dump = dump_graph(spec, config, run_dir, options or TlcOptions(), on_line)
+    tlc, graph = dump.tlc, dump.graph
     result = ConformResult(
         spec=spec.stem,
         config=str(config),
         mutant=mutant,
         outcome=tlc.outcome,
         tlc_seconds=tlc.seconds,
-        load_seconds=round(load_seconds, 3),
+        load_seconds=dump.load_seconds,
+        graph_reused=dump.reused,
         tlc=tlc,
     )
     if graph is None:
@@ -200,7 +248,5 @@ def conform(
         }
     )
     _write_mismatches(run_dir / "mismatches.parquet", summary)
-    summary_path = run_dir / "summary.json"
-    summary_path.with_suffix(".partial").write_text(result.model_dump_json(indent=2))
-    os.replace(summary_path.with_suffix(".partial"), summary_path)
+    _write_atomically(run_dir / "summary.json", result.model_dump_json(indent=2))
     return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,27 @@ def test_run_directory_holds_graph_and_summary(local_run: tuple[ConformResult, P
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["edges_replayed"] == result.edges
     assert not list(run_dir.glob("*.partial")) and not (run_dir / "graph.dot").exists()
+
+
+def test_rerun_on_unchanged_inputs_reuses_the_graph(
+    local_run: tuple[ConformResult, Path], tmp_path: Path
+) -> None:
+    first, shared = local_run
+    run_dir = tmp_path / "run"
+    shutil.copytree(shared, run_dir)  # other tests read the shared run directory
+    again = conform(SPEC, SMALL, local=True, run_dir=run_dir)
+    assert again.graph_reused and not first.graph_reused
+    assert (again.states, again.edges, again.coverage, again.mismatches) == (
+        first.states,
+        first.edges,
+        first.coverage,
+        first.mismatches,
+    )
+    # A changed model is new input: the graph is rebuilt.
+    changed = tmp_path / "UpdateCounter-changed.cfg"
+    changed.write_text(SMALL.read_text().replace("MaxCounter = 2", "MaxCounter = 1"))
+    other = conform(SPEC, changed, local=True, run_dir=run_dir)
+    assert not other.graph_reused and other.states < first.states
 
 
 def test_counter_without_out_of_order_tracking_is_caught(tmp_path: Path) -> None:
