@@ -11,11 +11,22 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_values import STATES
 
 from conformance.errors import TidemarkError
-from conformance.tlc.dot import EDGES_SCHEMA, STATES_SCHEMA, GraphSummary, dot_to_parquet, read_dot
+from conformance.tlc.dot import (
+    EDGES_SCHEMA,
+    STATES_SCHEMA,
+    GraphSummary,
+    _StateTexts,
+    dot_to_parquet,
+    read_dot,
+)
 from conformance.tlc.output import parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
+from conformance.tlc.values import Value, format_state
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tlc"
 
@@ -218,3 +229,11 @@ def test_real_dump_of_a_tiny_spec(tmp_path: Path) -> None:
         expected += [(x, successor, "Inc"), (x, successor, "Rotate"), (x, successor, "Pick")]
         expected += [(x, successor, "Pick"), (x, x, "Stay")]
     assert transitions == sorted(expected)
+
+
+@given(st.lists(STATES, min_size=1, max_size=4))
+def test_chunk_memo_gives_the_whole_parse_text(states: list[dict[str, Value]]) -> None:
+    texts = _StateTexts()
+    for state in [*states, *states]:  # the second round is answered from the memo
+        label = format_state(state)
+        assert texts(label, "fake") == _StateTexts.whole(label, "fake")

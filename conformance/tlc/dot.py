@@ -13,6 +13,7 @@ Tables:
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from conformance.errors import TidemarkError
-from conformance.tlc.values import TlaValueError, canonical_json, parse_state, state_to_itf
+from conformance.tlc.values import TlaValueError, canonical_json, parse_state, state_to_itf, to_itf
 
 STATES_SCHEMA = pa.schema(
     [("fp", pa.int64()), ("initial", pa.bool_()), ("state", pa.string()), ("action", pa.string())]
@@ -79,25 +80,67 @@ class _ChunkedWriter:
         self._writer.close()
 
 
+class _StateTexts:
+    """TLC state labels -> canonical ITF text of the state and of its `action`.
+
+    A label is ``/\\ var = value`` lines (continuations indented; strings never hold a raw newline).
+    Across a graph most variables repeat the same value text, so each ``var = value`` chunk is parsed
+    and printed once; a label that does not split that way is parsed whole.
+    """
+
+    _LIMIT = 1 << 17
+
+    def __init__(self) -> None:
+        self._chunks: dict[str, tuple[str, str]] = {}  # "var = value" -> (JSON name, value's text)
+
+    def __call__(self, label: str, source: str) -> tuple[str, str | None]:
+        if not label.startswith("/\\ "):
+            return self.whole(label, source)
+        parts = []
+        for chunk in label[3:].split("\n/\\ "):
+            known = self._chunks.get(chunk)
+            if known is None:
+                [(name, value)] = parse_state(chunk, source=source).items()
+                if len(self._chunks) >= self._LIMIT:
+                    self._chunks.clear()
+                known = self._chunks[chunk] = (json.dumps(name), canonical_json(to_itf(value)))
+            parts.append(known)
+        parts.sort()
+        action = next((text for name, text in parts if name == '"action"'), None)
+        return "{" + ",".join(f"{name}:{text}" for name, text in parts) + "}", action
+
+    @staticmethod
+    def whole(label: str, source: str) -> tuple[str, str | None]:
+        itf = state_to_itf(parse_state(label, source=source))
+        return canonical_json(itf), canonical_json(itf["action"]) if "action" in itf else None
+
+
 def read_dot(lines: IO[str] | Iterator[str], *, source: str) -> Iterator[tuple[str, tuple[object, ...]]]:
     """Yield ("state", (fp, initial, state, action)) and ("edge", (src, dst, label)) from a dot dump.
 
     States and actions are canonical ITF JSON text: equal values have equal text.
     """
+    state_texts = _StateTexts()
     for number, raw in enumerate(lines, start=1):
         line = raw.rstrip("\n")
         if (edge := _EDGE.match(line)) is not None:
             yield "edge", (int(edge.group(1)), int(edge.group(2)), _unescape(edge.group(3)))
         elif (state := _STATE.match(line)) is not None:
+            label = _unescape(state.group(2))
             try:
-                parsed = parse_state(_unescape(state.group(2)), source=source)
-            except TlaValueError as error:
-                raise TidemarkError(
-                    f"state label does not parse: {error.message}", source=source, location=f"line {number}"
-                ) from error
-            itf = state_to_itf(parsed)
-            action = canonical_json(itf["action"]) if "action" in itf else None
-            yield "state", (int(state.group(1)), state.group(3) is not None, canonical_json(itf), action)
+                text, action = state_texts(label, source)
+            except (TlaValueError, ValueError):
+                # Read whole: a label that does not split into `var = value` chunks, and parse errors
+                # located in the whole label.
+                try:
+                    text, action = _StateTexts.whole(label, source)
+                except TlaValueError as error:
+                    raise TidemarkError(
+                        f"state label does not parse: {error.message}",
+                        source=source,
+                        location=f"line {number}",
+                    ) from error
+            yield "state", (int(state.group(1)), state.group(3) is not None, text, action)
         elif _ENVELOPE.match(line.strip()) is None:
             raise TidemarkError(
                 f"unexpected line {line[:80]!r}",
