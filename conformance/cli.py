@@ -135,6 +135,43 @@ def cmd_conform(args: argparse.Namespace) -> int:
     return 0 if result.holds else 1
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from conformance.simulate import simulate
+
+    with tlc_progress(not args.json) as on_line:
+        result = simulate(
+            args.spec,
+            args.config,
+            traces=args.traces,
+            depth=args.depth,
+            seed=args.seed,
+            master=args.master,
+            local=args.local,
+            mutant=args.mutant,
+            options=_tlc_options(args),
+            on_line=on_line,
+        )
+    if args.json:
+        print(result.model_dump_json(exclude={"tlc"}))
+    elif result.tlc is not None and result.outcome != "ok":
+        _print_tlc(result.tlc, args.spec)
+    else:
+        style = "green" if result.holds else "red"
+        out.print(
+            f"[bold]{args.spec}[/] simulation: [{style}]{'holds' if result.holds else 'FAILS'}[/]"
+            f" — {result.traces:,} traces, {result.steps_replayed:,}/{result.steps:,} steps replayed,"
+            f" {result.mismatches} traces diverge;"
+            f" TLC {result.tlc_seconds:.1f} s, replay {result.replay_seconds:.1f} s"
+        )
+        for example in result.examples[:5]:
+            out.print(
+                f"  [red]trace {example.trace}, step {example.step}[/] {example.action}: {example.reason}"
+            )
+            for line in example.diff:
+                out.print(f"    {line}")
+    return 0 if result.holds else 1
+
+
 def cmd_prove(args: argparse.Namespace) -> int:
     from conformance.prove.counter import prove_counter
 
@@ -159,33 +196,33 @@ def cmd_prove(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from conformance.conform import conform
+    from rich.markup import escape
 
-    ok = True
-    table = Table("spec", "TLC", "distinct states", "edges replayed", "mismatches", "TLC s", "replay s")
-    results = []
-    for spec in STANDARD_SPECS:
-        with tlc_progress(not args.json) as on_line:
-            result = conform(spec, master=args.master, options=_tlc_options(args), on_line=on_line)
-        results.append(result)
-        ok &= result.holds
-        table.add_row(
-            str(spec),
-            str(result.outcome),
-            f"{result.tlc.distinct_states:,}" if result.tlc and result.tlc.distinct_states else "-",
-            f"{result.edges_replayed:,}/{result.edges:,}",
-            str(result.mismatches + result.enabledness_mismatches),
-            f"{result.tlc_seconds:.1f}",
-            f"{result.replay_seconds:.1f}",
+    from conformance.report import summary_table, write_report
+    from conformance.verify import verify
+
+    with tlc_progress(not args.json) as on_line:
+        report = verify(
+            STANDARD_SPECS,
+            master=args.master,
+            local=args.local,
+            options=_tlc_options(args),
+            traces=args.traces,
+            steps=args.steps,
+            seed=args.seed,
+            on_line=on_line,
         )
+    page = write_report(report, args.out)
     if args.json:
-        print(
-            json.dumps({"holds": ok, "specs": [r.model_dump(mode="json", exclude={"tlc"}) for r in results]})
-        )
+        print(report.model_dump_json())
     else:
-        out.print(table)
-        out.print("[green]everything holds[/]" if ok else "[red]something does not hold[/]")
-    return 0 if ok else 1
+        failing = [spec.spec for spec in report.specs if not spec.holds]
+        out.print(summary_table(report))
+        out.print(
+            f"[red]FAILS: {', '.join(failing)}[/]" if failing else "[green]everything holds[/]",
+            f"({report.total_seconds:.1f} s); report: {escape(str(page))}",
+        )
+    return 0 if report.holds else 1
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -345,6 +382,21 @@ def build_parser() -> argparse.ArgumentParser:
     _tlc_arguments(conform)
     conform.set_defaults(run=cmd_conform)
 
+    simulate = commands.add_parser(
+        "simulate", help="replay TLC's random simulation traces on the implementation (large models)"
+    )
+    simulate.add_argument("spec", type=Path)
+    simulate.add_argument("--config", type=Path, help="TLC model config (default: SPEC with .cfg)")
+    simulate.add_argument("--traces", type=int, default=100, help="number of traces (default 100)")
+    simulate.add_argument("--depth", type=int, default=50, help="steps per trace (default 50)")
+    simulate.add_argument("--seed", type=int, default=1, help="TLC's simulation seed (default 1)")
+    simulate.add_argument("--master", help="Spark master URL (default local[*])")
+    simulate.add_argument("--local", action="store_true", help="replay in this process, without Spark")
+    simulate.add_argument("--mutant", help="replay against a deliberately broken implementation")
+    simulate.add_argument("--json", action="store_true", help="print one JSON object")
+    _tlc_arguments(simulate)
+    simulate.set_defaults(run=cmd_simulate)
+
     prove = commands.add_parser("prove", help="prove the counter's invariants inductive with z3")
     prove.add_argument("--k", type=int, default=4, help="out-of-order items covered by the proof (default 4)")
     prove.add_argument("--json", action="store_true", help="print one JSON object")
@@ -387,9 +439,18 @@ def build_parser() -> argparse.ArgumentParser:
     _tlc_arguments(validate)
     validate.set_defaults(run=cmd_validate)
 
-    verify = commands.add_parser("verify", help="the main job: check and conform every spec's standard model")
+    verify = commands.add_parser(
+        "verify", help="the main job: check, conform and validate every spec's standard model; HTML report"
+    )
     verify.add_argument("--master", help="Spark master URL (default local[*])")
-    verify.add_argument("--json", action="store_true", help="print one JSON object")
+    verify.add_argument("--local", action="store_true", help="replay in this process, without Spark")
+    verify.add_argument("--traces", type=int, default=100, help="implementation walks per spec (default 100)")
+    verify.add_argument("--steps", type=int, default=30, help="steps per walk at most (default 30)")
+    verify.add_argument("--seed", type=int, default=0, help="seed of the walks (default 0)")
+    verify.add_argument(
+        "--out", type=Path, default=Path("reports"), help="where index.html goes (default reports)"
+    )
+    verify.add_argument("--json", action="store_true", help="print the VerifyReport as one JSON object")
     _tlc_arguments(verify)
     verify.set_defaults(run=cmd_verify)
     return parser

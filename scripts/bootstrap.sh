@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prepares a machine for tidemark: a project virtualenv with the project installed, and Java >= 17.
+# Prepares a machine for tidemark: a project virtualenv with the project installed, Java >= 17, and
+# chromium (the test suite renders the HTML report in it).
 # Idempotent and quick when nothing changed (the install is keyed on pyproject.toml's hash).
 set -euo pipefail
 
@@ -33,6 +34,25 @@ ensure_java() {
     exit 3
 }
 
+ensure_chromium() {
+    # The report test renders the HTML report in a real headless browser: Debian's chromium.
+    if command -v chromium >/dev/null 2>&1; then
+        return
+    fi
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+        echo "bootstrap: chromium not found; installing Debian's chromium with apt-get" >&2
+        # A failed install falls through to the warning below rather than stopping `make run`.
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || true
+        if command -v chromium >/dev/null 2>&1; then
+            return
+        fi
+    fi
+    # Only a warning: the main job does not need a browser; the report test fails saying the same.
+    echo "bootstrap: warning: the test suite needs chromium on PATH (tests/test_verify_report.py renders" >&2
+    echo "           the HTML report in it); install it, e.g. 'apt-get install chromium'." >&2
+}
+
 ensure_venv() {
     if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
         echo "bootstrap: tidemark needs Python >= 3.11 ('$python' is older); set PYTHON=python3.11" >&2
@@ -50,4 +70,5 @@ ensure_venv() {
 }
 
 ensure_java
+ensure_chromium
 ensure_venv

@@ -139,12 +139,11 @@ class CounterMapping:
         return [c for c in self.copies if c not in impl.rejoined]
 
     def _exchange_lwm(self, impl: CounterCopies) -> tuple[dict[str, PartitionUpdateCounter], int]:
-        """Survivors finalize; the coordinator takes their maximum LWM (spec action Exchange)."""
+        """Survivors finalize; the coordinator takes the maximum LWM of all copies (spec ExchangeLwm)."""
         final = {c: counter.copy() for c, counter in impl.counters.items()}
-        survivors = self._survivors(impl)
-        for copy in survivors:
+        for copy in self._survivors(impl):
             final[copy].finalize()
-        return final, max(final[c].lwm for c in survivors)
+        return final, max(counter.lwm for counter in final.values())
 
     def enabled(self, impl: CounterCopies) -> set[Value]:
         actions: set[Value] = set()
@@ -210,7 +209,7 @@ class CounterMapping:
     def _apply_exchange(self, impl: CounterCopies) -> CounterCopies:
         final, max_lwm = self._exchange_lwm(impl)
         if _field(impl.action, "lwm") != max_lwm:
-            raise ReplayError(f"the survivors' max LWM is {max_lwm}, the spec's exchange sent {impl.action}")
+            raise ReplayError(f"the copies' max LWM is {max_lwm}, the spec's exchange sent {impl.action}")
         for copy, counter in final.items():
             try:
                 counter.update_lwm(max_lwm)

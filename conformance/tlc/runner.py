@@ -41,6 +41,9 @@ class TlcOptions(BaseModel):
     traces: int | None = Field(
         default=None, ge=1, description="simulation: number of traces (-simulate num=)"
     )
+    trace_dir: Path | None = Field(
+        default=None, description="simulation: write each trace as a module here (-simulate file=)"
+    )
     check_deadlock: bool = True
     dump_dot: Path | None = Field(
         default=None, description="write the state graph here (-dump dot,actionlabels)"
@@ -114,7 +117,10 @@ def tlc_command(spec: Path, config: Path, options: TlcOptions, metadir: Path) ->
     if not options.check_deadlock:
         command.append("-deadlock")  # in TLC 2.15 the flag turns deadlock checking OFF
     if options.mode == "simulate":
-        command += ["-simulate", f"num={options.traces or 1}"]
+        traces = f"num={options.traces or 1}"
+        if options.trace_dir is not None:
+            traces += f",file={options.trace_dir.resolve() / 'trace'}"
+        command += ["-simulate", traces]
         command += ["-depth", str(options.depth or 100)]
     elif options.depth is not None:
         raise TidemarkError(

@@ -1,0 +1,500 @@
+"""The main job's report: reports/index.html, and the one-screen terminal summary of `tidemark verify`.
+
+The page is one self-contained file built with plain string functions (no template engine: every piece
+is small and escaped where it is made, with html.escape). It loads nothing from the network and runs
+no script of its own, so it reads the same offline, in CI artifacts and without JavaScript:
+- figures are tables; action coverage is drawn as inline SVG bar charts generated here;
+- each counterexample and mismatch has a Mermaid sequence diagram, kept as its source text in a
+  <pre class="mermaid"> block beside a table saying the same. Mermaid itself is not vendored: its
+  browser bundle (npm package mermaid 12.3, dist/mermaid.min.js) is 5.5 MB, and a CDN would break
+  offline viewing. The page asks for `mermaid.min.js` beside itself: put a copy there and the blocks
+  are drawn as diagrams; without it the request fails quietly and the source stays readable.
+- no date or host is written, so the same report gives the same page (timings apart).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from conformance.replay import Mismatch
+from conformance.tlc.output import Outcome, TraceStep, Violation
+from conformance.tlc.values import Record, Value, format_value, from_itf, state_from_itf
+from conformance.validate import Rejection
+from conformance.verify import ConformFigures, SpecReport, TlcFigures, ValidationFigures, VerifyReport
+
+# Mismatches drawn in full (diagram, source state); the other examples kept are listed in a table.
+MISMATCH_DIAGRAMS = 5
+
+# Action record fields naming the copy or node a step happens on (UpdateCounter: copy, TxCounters: node).
+PARTICIPANT_FIELDS = ("copy", "node")
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:.5em 0}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
+code,pre{font-family:ui-monospace,monospace;font-size:90%}
+td code{white-space:pre-wrap;word-break:break-all}
+pre.mermaid{background:#f6f8fa;border:1px solid #ddd;padding:.6em;overflow-x:auto}
+.holds{color:#17692b;font-weight:bold}.fails{color:#b3121f;font-weight:bold}
+.diff{color:#b3121f}
+section.spec{border-top:2px solid #999;margin-top:2em}
+svg text{font-family:system-ui,sans-serif;font-size:12px}
+"""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Text helpers shared by the page and the terminal.
+
+
+def verdict(holds: bool) -> str:
+    return "holds" if holds else "FAILS"
+
+
+def action_text(action: Any) -> str:
+    """An ITF action record as `Commit(copy=b, delta=1, start=1)` (`Init` without parameters);
+    anything else in TLA+ syntax."""
+    try:
+        value = from_itf(action)
+    except ValueError:
+        return str(action)
+    if not (isinstance(value, Record) and isinstance(value.get("name"), str)):
+        return format_value(value)
+    arguments = ", ".join(f"{k}={_plain(v)}" for k, v in value.items() if k != "name")
+    return f"{value['name']}({arguments})" if arguments else str(value["name"])
+
+
+def _plain(value: Value) -> str:
+    # Copies and nodes are strings: unquoted they read as the names they are.
+    return value if isinstance(value, str) else format_value(value)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _figure(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Terminal summary.
+
+
+def summary_table(report: VerifyReport) -> Table:
+    """One row per spec: the figures that say whether it holds, and where the time went."""
+    table = Table(
+        "spec",
+        "TLC",
+        "distinct states",
+        "edges replayed",
+        "mismatches",
+        "traces accepted",
+        "TLC s",
+        "replay s",
+    )
+    for spec in report.specs:
+        conformance, validation = spec.conformance, spec.validation
+        style = "green" if spec.holds else "red"
+        table.add_row(
+            f"[{style}]{spec.spec}[/] {verdict(spec.holds)}",
+            str(spec.tlc.outcome),
+            _figure(spec.tlc.distinct_states),
+            f"{conformance.edges_replayed:,}/{conformance.edges:,}" if conformance else "–",
+            f"{conformance.mismatches + conformance.enabledness_mismatches:,}" if conformance else "–",
+            f"{validation.accepted}/{validation.traces}" if validation else "–",
+            _seconds(spec.timings.tlc_seconds) + (" (reused)" if spec.timings.graph_reused else ""),
+            _seconds(spec.timings.replay_seconds),
+        )
+    return table
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Mermaid sequence diagrams (source text; see the module docstring).
+
+
+# One pass: replacing '#' and then ';' would mangle the ';' of the '#35;' just written.
+_MERMAID_ENTITIES = str.maketrans({"#": "#35;", ";": "#59;"})
+
+
+def _mermaid_text(text: str) -> str:
+    """Text safe inside a Mermaid message or note: ';' and '#' would end or start an entity there."""
+    return " ".join(text.translate(_MERMAID_ENTITIES).split())
+
+
+def _split_diff(line: str) -> tuple[str, str, str] | None:
+    """'path: expected X, got Y' (conformance.replay.value_diff) as (path, X, Y); None for other lines."""
+    path, found, rest = line.partition(": expected ")
+    expected, found_got, actual = rest.rpartition(", got ")
+    return (path, expected, actual) if found and found_got else None
+
+
+def mismatch_diagram(mismatch: Mismatch) -> str:
+    """Source state -> action -> what the spec expected vs what the implementation gave."""
+    lines = [
+        "sequenceDiagram",
+        "    participant spec as spec (expected)",
+        "    participant impl as implementation (actual)",
+        f"    Note over spec,impl: source state {mismatch.src}",
+    ]
+    if mismatch.kind == "enabledness":
+        lines += [
+            f"    spec-ximpl: {_mermaid_text(action_text(a))} (impl does not enable it)"
+            for a in mismatch.missing
+        ]
+        lines += [
+            f"    impl-xspec: {_mermaid_text(action_text(a))} (spec does not take it)" for a in mismatch.extra
+        ]
+        return "\n".join(lines)
+    if mismatch.action is not None:
+        lines.append(f"    spec->>impl: {_mermaid_text(action_text(mismatch.action))}")
+    if mismatch.error:
+        lines.append(f"    impl--xspec: {_mermaid_text(mismatch.error)}")
+    for line in mismatch.diff:
+        parts = _split_diff(line)
+        if parts is None:
+            lines.append(f"    Note over spec,impl: {_mermaid_text(line)}")
+            continue
+        path, expected, actual = map(_mermaid_text, parts)
+        lines += [
+            f"    impl-->>spec: {path}",
+            f"    Note left of spec: {expected}",
+            f"    Note right of impl: {actual}",
+        ]
+    return "\n".join(lines)
+
+
+def _step_participant(step: TraceStep) -> str | None:
+    action = step.state.get("action")
+    if isinstance(action, dict):
+        for field in PARTICIPANT_FIELDS:
+            if isinstance(action.get(field), str):
+                return str(action[field])
+    return None
+
+
+def _step_action(step: TraceStep) -> str:
+    # The recorded action record has the parameters; TLC's label (the action's name) is the fallback.
+    action = step.state.get("action")
+    return action_text(action) if action is not None else step.action
+
+
+def _step_label(step: TraceStep) -> str:
+    return f"{step.index}. {_step_action(step)}"
+
+
+def counterexample_diagram(violation: Violation) -> str:
+    """One message per step, on the copy or node its action names; steps naming none span them all."""
+    named = sorted({p for step in violation.trace if (p := _step_participant(step)) is not None})
+    participants = named or ["spec"]
+    ids = {name: f"P{i}" for i, name in enumerate(participants)}
+    span = f"{ids[participants[0]]},{ids[participants[-1]]}"
+    lines = ["sequenceDiagram"]
+    lines += [f"    participant {ids[name]} as {_mermaid_text(name)}" for name in participants]
+    for step in violation.trace:
+        who = _step_participant(step)
+        label = _mermaid_text(_step_label(step))
+        if who is None and named:
+            lines.append(f"    Note over {span}: {label}")
+        else:
+            target = ids[who or "spec"]
+            lines.append(f"    {target}->>{target}: {label}")
+    if violation.loops_back_to is not None:
+        lines.append(f"    Note over {span}: back to state {violation.loops_back_to}")
+    lines.append(
+        f"    Note over {span}: violated: {_mermaid_text(violation.invariant or str(violation.kind))}"
+    )
+    return "\n".join(lines)
+
+
+def _mermaid_block(source: str) -> str:
+    return f'<pre class="mermaid">{_e(source)}</pre>\n'
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Inline SVG bar charts.
+
+
+def bar_chart(title: str, counts: Mapping[str, int], names: Sequence[str]) -> str:
+    """Horizontal bars, one per name (0 for names without a count), scaled to the largest count."""
+    label_width, bar_width, row, top = 120, 360, 22, 26
+    largest = max(counts.values(), default=0) or 1
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{label_width + bar_width + 90}"'
+        f' height="{top + row * len(names) + 4}" aria-label="{_e(title)}">',
+        f"<title>{_e(title)}</title>",
+        f'<text x="0" y="16" font-weight="bold">{_e(title)}</text>',
+    ]
+    for i, name in enumerate(names):
+        count = counts.get(name, 0)
+        y = top + i * row
+        width = round(bar_width * count / largest)
+        colour = "#4a7bd0" if count else "#b86e00"  # an action never taken: a warning, not a failure
+        parts += [
+            f'<text x="{label_width - 6}" y="{y + 14}" text-anchor="end">{_e(name)}</text>',
+            f'<rect x="{label_width}" y="{y + 2}" width="{width}" height="{row - 6}" fill="{colour}"/>',
+            f'<text x="{label_width + width + 4}" y="{y + 14}" fill="{colour}">{count:,}</text>',
+        ]
+    return "".join(parts) + "</svg>\n"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Page sections.
+
+
+def _table(rows: Iterable[tuple[str, str]]) -> str:
+    """A two-column table of (label, HTML value) rows; values are escaped by the caller."""
+    body = "".join(f"<tr><th>{_e(label)}</th><td>{value}</td></tr>" for label, value in rows)
+    return f"<table>{body}</table>\n"
+
+
+def _grid(head: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A table with a header row; cells are HTML, escaped by the caller."""
+    header = "".join(f"<th>{_e(title)}</th>" for title in head)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>\n" for row in rows)
+    return f"<table><thead><tr>{header}</tr></thead><tbody>\n{body}</tbody></table>\n"
+
+
+def _verdict_html(holds: bool) -> str:
+    return f'<span class="{"holds" if holds else "fails"}">{verdict(holds)}</span>'
+
+
+def _code(text: str) -> str:
+    return f"<code>{_e(text)}</code>"
+
+
+def _state_table(state: Mapping[str, Any]) -> str:
+    values = state_from_itf(state)
+    return _table((name, _code(format_value(values[name]))) for name in sorted(values))
+
+
+def _summary(report: VerifyReport) -> str:
+    rows = []
+    for spec in report.specs:
+        conformance, validation = spec.conformance, spec.validation
+        rows.append(
+            [
+                f'<a href="#spec-{_e(spec.spec)}">{_e(spec.spec)}</a>',
+                _verdict_html(spec.holds),
+                _e(spec.tlc.outcome),
+                _e(_figure(spec.tlc.distinct_states)),
+                _e(f"{conformance.edges_replayed:,} / {conformance.edges:,}") if conformance else "–",
+                _e(f"{conformance.mismatches + conformance.enabledness_mismatches:,}")
+                if conformance
+                else "–",
+                _e(f"{validation.accepted} / {validation.traces}") if validation else "–",
+                _e(_seconds(spec.timings.total_seconds)),
+            ]
+        )
+    head = [
+        "spec",
+        "verdict",
+        "TLC",
+        "distinct states",
+        "edges replayed",
+        "mismatches",
+        "traces accepted",
+        "s",
+    ]
+    return _grid(head, rows)
+
+
+def _tlc_section(tlc: TlcFigures) -> str:
+    rows = [
+        ("outcome", _e(tlc.outcome)),
+        ("distinct states", _e(_figure(tlc.distinct_states))),
+        ("states generated", _e(_figure(tlc.generated_states))),
+        ("depth", _e(_figure(tlc.depth))),
+    ]
+    if tlc.error:
+        rows.append(("error", f'<span class="diff">{_e(tlc.error)}</span>'))
+    text = "<h3>Model checking (TLC)</h3>\n" + _table(rows)
+    return text + (_counterexample(tlc.violation) if tlc.violation else "")
+
+
+def _counterexample(violation: Violation) -> str:
+    violated = violation.invariant or violation.kind
+    title = f"Counterexample: {violated} violated after {len(violation.trace)} states"
+    previous: dict[str, Any] = {}
+    rows = []
+    for step in violation.trace:
+        changed = [
+            name for name in sorted(step.state) if name != "action" and step.state[name] != previous.get(name)
+        ]
+        values = state_from_itf({name: step.state[name] for name in changed})
+        cells = "<br>".join(_code(f"{name} = {format_value(values[name])}") for name in changed)
+        rows.append([_e(step.index), _e(_step_action(step)), cells or "(unchanged)"])
+        previous = step.state
+    steps = (
+        _grid(["state", "action", "variables that changed"], rows)
+        if rows
+        else "<p>TLC printed no trace.</p>\n"
+    )
+    return f"<h4>{_e(title)}</h4>\n{_mermaid_block(counterexample_diagram(violation))}{steps}"
+
+
+def _conformance_section(conformance: ConformFigures) -> str:
+    rows = [
+        ("verdict", _verdict_html(conformance.holds)),
+        ("replayed on", _e(conformance.master or "this process (no Spark)")),
+        ("states", _e(_figure(conformance.states))),
+        ("edges replayed", _e(f"{conformance.edges_replayed:,} / {conformance.edges:,}")),
+        ("edge mismatches", _e(_figure(conformance.mismatches))),
+        ("enabledness mismatches", _e(_figure(conformance.enabledness_mismatches))),
+    ]
+    return "<h3>Conformance: spec → implementation</h3>\n" + _table(rows)
+
+
+def _coverage_section(conformance: ConformFigures, validation: ValidationFigures | None) -> str:
+    names = sorted(set(conformance.coverage) | set(validation.coverage if validation else {}))
+    charts = bar_chart("state-graph edges replayed, per action", conformance.coverage, names)
+    if validation is not None:
+        charts += bar_chart("implementation walk steps, per action", validation.coverage, names)
+    return f'<h3>Action coverage</h3>\n<div class="coverage">{charts}</div>\n'
+
+
+def _mismatches_section(conformance: ConformFigures) -> str:
+    """The first mismatches in full, with diagrams; the other examples kept, one table row each."""
+    examples = conformance.examples
+    if not examples:
+        return ""
+    total = conformance.mismatches + conformance.enabledness_mismatches
+    text = f"<h3>Mismatches ({len(examples)} of {total:,} shown)</h3>\n"
+    text += "".join(_mismatch(m) for m in examples[:MISMATCH_DIAGRAMS])
+    rest = examples[MISMATCH_DIAGRAMS:]
+    if rest:
+        rows = [
+            [_e(m.kind), _e(m.src), _e(_mismatch_action(m)), _diff_cells(_mismatch_lines(m))] for m in rest
+        ]
+        text += "<h4>More mismatches</h4>\n" + _grid(["kind", "source state", "action", "differences"], rows)
+    return text
+
+
+def _mismatch_action(mismatch: Mismatch) -> str:
+    return action_text(mismatch.action) if mismatch.action is not None else "–"
+
+
+def _mismatch_lines(mismatch: Mismatch) -> list[str]:
+    lines = [*mismatch.diff, *([mismatch.error] if mismatch.error else [])]
+    lines += [f"spec takes, impl does not enable: {action_text(a)}" for a in mismatch.missing]
+    lines += [f"impl enables, spec does not take: {action_text(a)}" for a in mismatch.extra]
+    return lines
+
+
+def _diff_cells(lines: Sequence[str]) -> str:
+    return "<br>".join(f'<span class="diff">{_code(line)}</span>' for line in lines)
+
+
+def _mismatch(mismatch: Mismatch) -> str:
+    title = f"{mismatch.kind} mismatch at state {mismatch.src}, action {_mismatch_action(mismatch)}"
+    diff = "".join(f'<li class="diff">{_code(line)}</li>' for line in _mismatch_lines(mismatch))
+    return (
+        f"<h4>{_e(title)}</h4>\n<ul>{diff}</ul>\n{_mermaid_block(mismatch_diagram(mismatch))}"
+        f"<details><summary>source state {_e(mismatch.src)}</summary>\n"
+        f"{_state_table(mismatch.source_state)}</details>\n"
+    )
+
+
+def _validation_section(validation: ValidationFigures) -> str:
+    rows = [
+        ("verdict", _verdict_html(validation.holds)),
+        ("walks", _e(f"{validation.traces:,} of up to {validation.steps} steps, seed {validation.seed}")),
+        ("accepted by TLC", _e(f"{validation.accepted:,} / {validation.traces:,}")),
+        ("rejected", _e(f"{len(validation.rejected):,}")),
+    ]
+    text = "<h3>Implementation traces: implementation → spec</h3>\n" + _table(rows)
+    if validation.rejected:
+        text += _grid(["trace", "step", "action", "reason", "diff"], map(_rejection_row, validation.rejected))
+    return text
+
+
+def _rejection_row(rejection: Rejection) -> list[str]:
+    return [
+        _e(rejection.id),
+        _e(rejection.step),
+        _e(rejection.action or "–"),
+        _e(rejection.reason),
+        _diff_cells(rejection.diff),
+    ]
+
+
+def _timings_section(spec: SpecReport) -> str:
+    timings = spec.timings
+    rows = [
+        ("TLC (state graph)", timings.tlc_seconds),
+        ("graph to Parquet", timings.load_seconds),
+        ("replay", timings.replay_seconds),
+        ("walks", timings.walk_seconds),
+        ("TLC: initial states and walks", timings.validation_seconds),
+        ("total", timings.total_seconds),
+    ]
+    reused = "<p>The state graph was reused from the run directory (same inputs).</p>\n"
+    return (
+        "<h3>Timings (s)</h3>\n"
+        + _table((label, _e(_seconds(s))) for label, s in rows)
+        + (reused if timings.graph_reused else "")
+    )
+
+
+def _spec_section(spec: SpecReport) -> str:
+    mutant = f", mutant implementation {spec.mutant}" if spec.mutant else ""
+    text = (
+        f'<section class="spec" id="spec-{_e(spec.spec)}">\n'
+        f"<h2>{_e(spec.spec)} {_verdict_html(spec.holds)}</h2>\n"
+        f"<p>{_code(spec.path)} with model {_code(spec.config)}{_e(mutant)}</p>\n"
+    )
+    text += _tlc_section(spec.tlc)
+    conformance, validation = spec.conformance, spec.validation
+    if conformance is None:
+        text += (
+            "<p>No conformance mapping for this spec: model-checked only.</p>\n"
+            if spec.tlc.outcome == Outcome.OK
+            else "<p>No state graph to replay: TLC did not finish with outcome ok.</p>\n"
+        )
+    # Figures first, then the details behind them: coverage, then each mismatch.
+    text += _conformance_section(conformance) if conformance else ""
+    text += _validation_section(validation) if validation else ""
+    text += (
+        _coverage_section(conformance, validation) + _mismatches_section(conformance) if conformance else ""
+    )
+    return text + _timings_section(spec) + "</section>\n"
+
+
+def html_page(report: VerifyReport) -> str:
+    """The whole report page (see the module docstring)."""
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f"<title>tidemark verify: {verdict(report.holds)}</title>\n<style>{_STYLE}</style></head><body>\n"
+        f"<h1>tidemark verify: {_verdict_html(report.holds)}</h1>\n"
+        f"<p>{_count(len(report.specs), 'spec')}. Each is model-checked by TLC; each with a mapping is also"
+        f" replayed on the implementation and checked against {_count(report.traces, 'implementation walk')}"
+        f" of up to {report.steps} steps (seed {report.seed})."
+        f" {_e(_seconds(report.total_seconds))} s in all.</p>\n"
+        + _summary(report)
+        + "".join(_spec_section(spec) for spec in report.specs)
+        + "<footer><p>Diagrams are Mermaid source. To draw them, put <code>mermaid.min.js</code>"
+        " (npm package mermaid, <code>dist/</code>) beside this page.</p></footer>\n"
+        '<script src="mermaid.min.js"></script>\n</body></html>\n'
+    )
+
+
+def write_report(report: VerifyReport, directory: Path = Path("reports")) -> Path:
+    """Write directory/index.html atomically (a partial file renamed over it); returns its path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    page = directory / "index.html"
+    partial = directory / ".index.html.partial"
+    partial.write_text(html_page(report), encoding="utf-8")
+    partial.replace(page)
+    return page

@@ -1,0 +1,305 @@
+"""`tidemark verify`, the main job: every spec's standard model checked, conformed and validated.
+
+Per spec (spec/X.tla with its standard model spec/X.cfg):
+1. TLC model-checks the model. For a spec with a mapping (conformance.mappings.MAPPINGS) this is the
+   state-graph dump of `conform`, which then replays every edge and state on the implementation
+   (spec -> impl); a spec without one is only model-checked.
+2. impl -> spec: seeded random walks of the implementation (conformance/walks.py) are validated by TLC
+   as behaviors of the same model (conformance/validate.py).
+
+The VerifyReport keeps every figure apart from the timings in plain fields and the timings in `timings`,
+so that the same inputs and seed give the same report apart from `timings` (tests compare them so).
+Nothing is printed or written here: the CLI prints the summary and conformance/report.py the HTML.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field, computed_field
+
+from conformance.conform import ConformResult, conform
+from conformance.mappings import MAPPINGS, mapping_for
+from conformance.replay import Mismatch
+from conformance.tlc.config import read_config
+from conformance.tlc.output import Outcome, TlcResult, Violation, parse_output
+from conformance.tlc.runner import TlcOptions, run_tlc
+from conformance.tlc.values import Record
+from conformance.traces import Trace
+from conformance.validate import Rejection, initial_states, validate_traces
+from conformance.walks import random_walks
+
+# Implementation traces per spec and steps per walk: 100 walks of 30 steps cover every action of the
+# standard counter model many times over and validate in one TLC run of a few seconds.
+DEFAULT_TRACES = 100
+DEFAULT_STEPS = 30
+
+
+class TlcFigures(BaseModel):
+    """What TLC found on the standard model (its time is in Timings)."""
+
+    outcome: Outcome
+    distinct_states: int | None = None
+    generated_states: int | None = None
+    depth: int | None = None
+    error: str | None = None
+    violation: Violation | None = None
+
+
+class ConformFigures(BaseModel):
+    """spec -> impl: the replay of the model's state graph on the implementation."""
+
+    master: str | None = Field(description="the Spark master; None when replayed in this process")
+    states: int
+    edges: int
+    edges_replayed: int
+    mismatches: int
+    enabledness_mismatches: int
+    coverage: dict[str, int] = Field(description="edges replayed per action name")
+    examples: list[Mismatch] = Field(description="mismatches kept in full, at most 20")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def holds(self) -> bool:
+        return self.mismatches == 0 and self.enabledness_mismatches == 0 and self.edges_replayed == self.edges
+
+
+class ValidationFigures(BaseModel):
+    """impl -> spec: seeded random walks of the implementation, validated by TLC."""
+
+    traces: int
+    steps: int = Field(description="steps per walk at most (a walk ends early where nothing is enabled)")
+    seed: int
+    accepted: int
+    rejected: list[Rejection] = Field(default_factory=list)
+    coverage: dict[str, int] = Field(description="steps the walks took per action name")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def holds(self) -> bool:
+        return not self.rejected
+
+
+class Timings(BaseModel):
+    """Wall times in seconds: the only part of a report that differs between runs on the same inputs."""
+
+    tlc_seconds: float = 0.0
+    load_seconds: float = Field(default=0.0, description="the state graph from dot to Parquet")
+    graph_reused: bool = Field(default=False, description="the run directory's graph matched the inputs")
+    replay_seconds: float = 0.0
+    walk_seconds: float = 0.0
+    validation_seconds: float = Field(
+        default=0.0, description="TLC's time on the walks and on the initial states they start from"
+    )
+    total_seconds: float = 0.0
+
+
+class SpecReport(BaseModel):
+    spec: str = Field(description="the spec module, e.g. UpdateCounter")
+    path: str
+    config: str
+    mutant: str | None = None
+    tlc: TlcFigures
+    conformance: ConformFigures | None = Field(description="None without a mapping or a state graph")
+    validation: ValidationFigures | None = Field(description="None without a mapping or a state graph")
+    timings: Timings
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def holds(self) -> bool:
+        return (
+            self.tlc.outcome == Outcome.OK
+            and (self.conformance is None or self.conformance.holds)
+            and (self.validation is None or self.validation.holds)
+        )
+
+
+class VerifyReport(BaseModel):
+    """The main job's result: one SpecReport per spec, in the order given."""
+
+    specs: list[SpecReport]
+    traces: int = Field(description="implementation walks per spec")
+    steps: int
+    seed: int
+    total_seconds: float = 0.0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def holds(self) -> bool:
+        return all(spec.holds for spec in self.specs)
+
+
+def _tlc_figures(result: TlcResult) -> TlcFigures:
+    return TlcFigures(
+        outcome=result.outcome,
+        distinct_states=result.distinct_states,
+        generated_states=result.generated_states,
+        depth=result.depth,
+        error=result.error,
+        violation=result.violation,
+    )
+
+
+def _conform_figures(result: ConformResult) -> ConformFigures:
+    return ConformFigures(
+        master=result.master,
+        states=result.states,
+        edges=result.edges,
+        edges_replayed=result.edges_replayed,
+        mismatches=result.mismatches,
+        enabledness_mismatches=result.enabledness_mismatches,
+        coverage=dict(sorted(result.coverage.items())),
+        examples=result.examples,
+    )
+
+
+def _walk_coverage(traces: Sequence[Trace]) -> dict[str, int]:
+    """Steps per action name; state 0 of a walk is the initial state, not a step."""
+    counts: Counter[str] = Counter()
+    for trace in traces:
+        for state in trace.states[1:]:
+            action = state.get("action")
+            name = action.get("name") if isinstance(action, Record) else None
+            counts[name if isinstance(name, str) else "?"] += 1
+    return dict(sorted(counts.items()))
+
+
+def _validate_walks(
+    spec: Path, config: Path, mutant: str | None, traces: int, steps: int, seed: int, options: TlcOptions
+) -> tuple[ValidationFigures, float, float]:
+    """Walk the implementation (the mutant, if any) from the spec's initial states; TLC judges the walks.
+
+    Returns the figures, the seconds spent walking and TLC's seconds (initial states and the walks)."""
+    mapping = mapping_for(spec.stem, read_config(config).constants, mutant)
+    started = time.monotonic()
+    initial = initial_states(spec, config, options)
+    walking = time.monotonic()
+    walks = random_walks(mapping, initial, count=traces, steps=steps, seed=seed, config=str(config))
+    walked = time.monotonic()
+    validation = validate_traces(walks, spec, config, options) if walks else None
+    figures = ValidationFigures(
+        traces=len(walks),
+        steps=steps,
+        seed=seed,
+        accepted=validation.accepted if validation else 0,
+        rejected=validation.rejected if validation else [],
+        coverage=_walk_coverage(walks),
+    )
+    tlc_seconds = walking - started + (validation.tlc_seconds if validation else 0.0)
+    return figures, round(walked - walking, 3), round(tlc_seconds, 3)
+
+
+def _check_only(
+    spec: Path, config: Path, options: TlcOptions, on_line: Callable[[str], None] | None
+) -> SpecReport:
+    """A spec without a mapping: TLC's verdict is all there is."""
+    result = parse_output(run_tlc(spec, config, options, on_line), source=f"TLC on {spec}")
+    return SpecReport(
+        spec=spec.stem,
+        path=str(spec),
+        config=str(config),
+        tlc=_tlc_figures(result),
+        conformance=None,
+        validation=None,
+        timings=Timings(tlc_seconds=result.seconds, total_seconds=result.seconds),
+    )
+
+
+def verify_spec(
+    spec: Path,
+    config: Path | None = None,
+    *,
+    master: str | None = None,
+    local: bool = False,
+    mutant: str | None = None,
+    run_dir: Path | None = None,
+    options: TlcOptions | None = None,
+    traces: int = DEFAULT_TRACES,
+    steps: int = DEFAULT_STEPS,
+    seed: int = 0,
+    on_line: Callable[[str], None] | None = None,
+) -> SpecReport:
+    """Check, conform and validate one spec against one model (default: its standard model X.cfg)."""
+    started = time.monotonic()
+    config = config or spec.with_suffix(".cfg")
+    options = options or TlcOptions()
+    if spec.stem not in MAPPINGS and mutant is None:  # with a mutant, conform says there is no mapping
+        return _check_only(spec, config, options, on_line)
+    result = conform(
+        spec,
+        config,
+        master=master,
+        local=local,
+        mutant=mutant,
+        run_dir=run_dir,
+        options=options,
+        on_line=on_line,
+    )
+    timings = Timings(
+        tlc_seconds=result.tlc_seconds,
+        load_seconds=result.load_seconds,
+        graph_reused=result.graph_reused,
+        replay_seconds=result.replay_seconds,
+    )
+    conformance = validation = None
+    # Without a state graph (TLC found a violation or failed) there is nothing to replay, and walks
+    # would be judged by a model that does not hold: TLC's outcome is the report.
+    if result.outcome == Outcome.OK:
+        conformance = _conform_figures(result)
+        validation, timings.walk_seconds, timings.validation_seconds = _validate_walks(
+            spec, config, mutant, traces, steps, seed, options
+        )
+    assert result.tlc is not None  # conform always records TLC's result
+    timings.total_seconds = round(time.monotonic() - started, 3)
+    return SpecReport(
+        spec=spec.stem,
+        path=str(spec),
+        config=str(config),
+        mutant=mutant,
+        tlc=_tlc_figures(result.tlc),
+        conformance=conformance,
+        validation=validation,
+        timings=timings,
+    )
+
+
+def verify(
+    specs: Sequence[Path],
+    *,
+    master: str | None = None,
+    local: bool = False,
+    options: TlcOptions | None = None,
+    traces: int = DEFAULT_TRACES,
+    steps: int = DEFAULT_STEPS,
+    seed: int = 0,
+    on_line: Callable[[str], None] | None = None,
+) -> VerifyReport:
+    """The main job: every spec's standard model checked, replayed on the implementation (Spark on
+    `master`, or in this process when `local`) and `traces` seeded implementation walks validated."""
+    started = time.monotonic()
+    reports = [
+        verify_spec(
+            spec,
+            master=master,
+            local=local,
+            options=options,
+            traces=traces,
+            steps=steps,
+            seed=seed,
+            on_line=on_line,
+        )
+        for spec in specs
+    ]
+    # Extension point, the bug zoo: when the zoo exists (every mutant replayed and required to be
+    # caught), it runs here and its results join VerifyReport as a field of their own, rendered by
+    # report.py and counted in `holds`. Until then nothing runs and nothing about it is reported.
+    return VerifyReport(
+        specs=reports,
+        traces=traces,
+        steps=steps,
+        seed=seed,
+        total_seconds=round(time.monotonic() - started, 3),
+    )

@@ -1,0 +1,301 @@
+"""The main job's result: VerifyReports from real small runs (one holding, one failing with mismatches,
+rejected walks and a TLC counterexample), the HTML report rendered in a real headless chromium
+(screenshot and DOM), determinism, and `tidemark verify` end to end on check-only specs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from conformance import cli
+from conformance.replay import Mismatch
+from conformance.report import (
+    action_text,
+    counterexample_diagram,
+    html_page,
+    mismatch_diagram,
+    write_report,
+)
+from conformance.tlc.output import Outcome
+from conformance.verify import SpecReport, Timings, VerifyReport, verify_spec
+
+SPEC = Path("spec/UpdateCounter.tla")
+SMALL = Path("tests/models/UpdateCounter-small.cfg")
+MUTANT = "no-out-of-order-tracking"
+# 10 walks of 20 steps from seed 0: the mutant's walk 7 commits a later range first (TLC rejects it).
+TRACES, STEPS, SEED = 10, 20, 0
+WIDTH, HEIGHT = 1280, 2000
+HOLDS_GREEN, FAILS_RED = (0x17, 0x69, 0x2B), (0xB3, 0x12, 0x1F)  # report.py's verdict colours
+
+pytestmark = pytest.mark.tlc
+
+# A model whose invariant is false on purpose: an exchange after a commit is an ordinary behavior, so
+# TLC prints a counterexample naming both copies. No mapping has this name: it is only model-checked.
+FALSIFIED = """---- MODULE UpdateCounterFalsified ----
+EXTENDS UpdateCounter
+NoExchangeAfterCommit == ~(action.name = "Exchange" /\\ action.lwm >= 1)
+====
+"""
+
+
+# --- real runs ----------------------------------------------------------------------------------------
+
+
+def _report(*specs: SpecReport) -> VerifyReport:
+    return VerifyReport(specs=list(specs), traces=TRACES, steps=STEPS, seed=SEED)
+
+
+def _holding_spec(run_dir: Path) -> SpecReport:
+    return verify_spec(SPEC, SMALL, local=True, run_dir=run_dir, traces=TRACES, steps=STEPS, seed=SEED)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Shared: the mutant's run reuses the holding run's state graph (same spec, model and TLC).
+    return tmp_path_factory.mktemp("run")
+
+
+@pytest.fixture(scope="module")
+def falsified(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("falsified")
+    shutil.copy(SPEC, directory / SPEC.name)  # TLC finds EXTENDed modules beside the spec
+    spec = directory / "UpdateCounterFalsified.tla"
+    spec.write_text(FALSIFIED)
+    model = SMALL.read_text().replace("INVARIANTS\n", "INVARIANTS\n    NoExchangeAfterCommit\n")
+    spec.with_suffix(".cfg").write_text(model)
+    return spec
+
+
+@pytest.fixture(scope="module")
+def holding(run_dir: Path) -> VerifyReport:
+    return _report(_holding_spec(run_dir))
+
+
+@pytest.fixture(scope="module")
+def failing(run_dir: Path, falsified: Path, holding: VerifyReport) -> VerifyReport:
+    mutant = verify_spec(
+        SPEC, SMALL, local=True, mutant=MUTANT, run_dir=run_dir, traces=TRACES, steps=STEPS, seed=SEED
+    )
+    return _report(mutant, verify_spec(falsified))
+
+
+def test_the_small_model_holds(holding: VerifyReport) -> None:
+    [spec] = holding.specs
+    assert holding.holds and spec.holds
+    assert spec.tlc.outcome == Outcome.OK and spec.tlc.distinct_states
+    assert spec.conformance is not None and spec.conformance.edges_replayed == spec.conformance.edges > 0
+    assert spec.validation is not None and spec.validation.accepted == spec.validation.traces == TRACES
+    assert set(spec.validation.coverage) <= set(spec.conformance.coverage)
+
+
+def test_the_failing_run_has_mismatches_rejections_and_a_counterexample(failing: VerifyReport) -> None:
+    mutant, falsified = failing.specs
+    assert not failing.holds and not mutant.holds and not falsified.holds
+    assert mutant.tlc.outcome == Outcome.OK  # the spec is fine: the implementation is not
+    assert mutant.conformance is not None and mutant.conformance.mismatches > 0
+    assert mutant.validation is not None and [r.id for r in mutant.validation.rejected] == ["walk-0-7"]
+    assert (
+        falsified.tlc.violation is not None and falsified.tlc.violation.invariant == "NoExchangeAfterCommit"
+    )
+    assert falsified.conformance is None and falsified.validation is None
+
+
+def _without_timings(report: VerifyReport) -> VerifyReport:
+    specs = [spec.model_copy(update={"timings": Timings()}) for spec in report.specs]
+    return report.model_copy(update={"specs": specs, "total_seconds": 0.0})
+
+
+def test_same_inputs_and_seed_give_the_same_report_and_page(run_dir: Path, holding: VerifyReport) -> None:
+    again = _report(_holding_spec(run_dir))
+    assert _without_timings(again) == _without_timings(holding)
+    assert html_page(_without_timings(again)) == html_page(_without_timings(holding))
+
+
+# --- the page in a real browser ------------------------------------------------------------------------
+
+
+class _Page(HTMLParser):
+    """The text of a DOM, and the text of each <pre class="mermaid"> block."""
+
+    def __init__(self, dom: str) -> None:
+        super().__init__()
+        self.text: list[str] = []
+        self.mermaid: list[str] = []
+        self._in_mermaid = False
+        self.feed(dom)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "pre" and ("class", "mermaid") in attrs:
+            self._in_mermaid = True
+            self.mermaid.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_mermaid = self._in_mermaid and tag != "pre"
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._in_mermaid:
+            self.mermaid[-1] += data
+
+    @property
+    def all_text(self) -> str:
+        return " ".join(" ".join(self.text).split())
+
+
+def _chromium(page: Path, profile: Path, *arguments: str) -> str:
+    """Run Debian's headless chromium on the page; its stdout."""
+    browser = shutil.which("chromium")
+    if browser is None:
+        pytest.fail(
+            "chromium is not on PATH: this test renders the report in a real headless browser. "
+            "Install Debian's chromium ('apt-get install chromium'; scripts/bootstrap.sh does so as root)."
+        )
+    command = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        f"--window-size={WIDTH},{HEIGHT}",
+        *arguments,
+        page.resolve().as_uri(),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def _render(report: VerifyReport, directory: Path) -> tuple[Image.Image, _Page]:
+    """Write the report, screenshot it and dump its DOM after scripts ran."""
+    page = write_report(report, directory / "reports")
+    assert [p.name for p in page.parent.iterdir()] == ["index.html"]  # nothing partial left behind
+    screenshot = directory / "page.png"
+    _chromium(page, directory / "profile", f"--screenshot={screenshot}")
+    assert screenshot.stat().st_size > 20_000, "a near-empty screenshot"
+    image = Image.open(screenshot)
+    image.load()
+    dom = _chromium(page, directory / "profile", "--dump-dom")
+    return image, _Page(dom)
+
+
+def _has_colour(image: Image.Image, colour: tuple[int, int, int]) -> bool:
+    colours = image.convert("RGB").getcolors(maxcolors=WIDTH * HEIGHT) or []
+    return any(rgb == colour for _, rgb in colours)
+
+
+def test_the_holding_report_renders(holding: VerifyReport, tmp_path: Path) -> None:
+    image, page = _render(holding, tmp_path)
+    assert image.format == "PNG" and image.size == (WIDTH, HEIGHT)
+    assert _has_colour(image, HOLDS_GREEN) and not _has_colour(image, FAILS_RED)
+    [spec] = holding.specs
+    assert spec.conformance is not None and spec.validation is not None and spec.tlc.distinct_states
+    text = page.all_text
+    assert "tidemark verify: holds" in text and "FAILS" not in text
+    assert f"UpdateCounter holds spec/UpdateCounter.tla with model {SMALL}" in text
+    assert f"distinct states {spec.tlc.distinct_states:,}" in text
+    assert f"edges replayed {spec.conformance.edges_replayed:,} / {spec.conformance.edges:,}" in text
+    assert f"accepted by TLC {TRACES} / {TRACES}" in text
+    assert "state-graph edges replayed, per action" in text  # the SVG chart's title, drawn as text
+    assert all(f"{name} {count:,}" in text for name, count in spec.conformance.coverage.items())
+    assert page.mermaid == []  # nothing failed: nothing to draw
+
+
+def test_the_failing_report_renders(failing: VerifyReport, tmp_path: Path) -> None:
+    image, page = _render(failing, tmp_path)
+    assert image.size == (WIDTH, HEIGHT) and _has_colour(image, FAILS_RED)
+    mutant = failing.specs[0]
+    assert mutant.conformance is not None and mutant.validation is not None
+    text = page.all_text
+    assert "tidemark verify: FAILS" in text
+    assert f"mutant implementation {MUTANT}" in text
+    first = mutant.conformance.examples[0]
+    assert first.diff and all(line in text for line in first.diff)
+    assert f"edge mismatch at state {first.src}, action {action_text(first.action)}" in text
+    assert all(line in text for line in mutant.validation.rejected[0].diff)
+    assert "Counterexample: NoExchangeAfterCommit violated" in text
+    # One diagram per mismatch drawn in full (at most 5) and one for the counterexample.
+    assert len(page.mermaid) == min(5, len(mutant.conformance.examples)) + 1
+    assert all(block.startswith("sequenceDiagram") for block in page.mermaid)
+    assert f"spec->>impl: {action_text(first.action)}" in page.mermaid[0]
+    assert "violated: NoExchangeAfterCommit" in page.mermaid[-1]
+
+
+# --- diagrams and escaping ------------------------------------------------------------------------------
+
+
+def test_a_counterexample_is_drawn_on_the_copies_it_names(failing: VerifyReport) -> None:
+    violation = failing.specs[1].tlc.violation
+    assert violation is not None
+    diagram = counterexample_diagram(violation).splitlines()
+    assert diagram[1:3] == ["    participant P0 as b", "    participant P1 as p"]
+    assert "    Note over P0,P1: 1. Init" in diagram  # steps naming no copy span them all
+    assert "    P1->>P1: 2. Reserve(copy=p, delta=1, start=0)" in diagram
+    assert any(line.startswith("    Note over P0,P1: ") and "Exchange(lwm=" in line for line in diagram)
+
+
+def test_mismatch_diagrams_show_expected_against_actual() -> None:
+    edge = Mismatch(
+        kind="edge",
+        src=7,
+        dst=8,
+        action={"name": "Commit", "copy": "b", "start": 1, "delta": 1},
+        source_state={},
+        diff=["counter.b.lwm: expected 0, got 2", "counter: not a spec variable; #1"],
+    )
+    assert mismatch_diagram(edge).splitlines()[4:] == [
+        "    spec->>impl: Commit(copy=b, delta=1, start=1)",
+        "    impl-->>spec: counter.b.lwm",
+        "    Note left of spec: 0",
+        "    Note right of impl: 2",
+        "    Note over spec,impl: counter: not a spec variable#59; #35;1",  # Mermaid entities
+    ]
+    enabledness = Mismatch(kind="enabledness", src=7, source_state={}, extra=[{"name": "Exchange", "lwm": 1}])
+    assert (
+        mismatch_diagram(enabledness).splitlines()[-1]
+        == "    impl-xspec: Exchange(lwm=1) (spec does not take it)"
+    )
+
+
+def test_everything_on_the_page_is_escaped(holding: VerifyReport) -> None:
+    [spec] = holding.specs
+    hostile = "<script>alert(1)</script>"
+    tlc = spec.tlc.model_copy(update={"error": hostile})
+    page = html_page(_report(spec.model_copy(update={"tlc": tlc, "config": hostile})))
+    assert hostile not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")  # no CDN, no network
+    assert "https://" not in page
+
+
+# --- the command ---------------------------------------------------------------------------------------
+
+OK_SPEC = Path("tests/fixtures/tlc/Ok.tla")
+
+
+def test_cli_verify_json_and_exit_codes(
+    monkeypatch: pytest.MonkeyPatch, falsified: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Specs without a mapping are model-checked only: a quick main job end to end.
+    monkeypatch.setattr(cli, "STANDARD_SPECS", [OK_SPEC])
+    assert cli.main(["verify", "--json", "--out", str(tmp_path / "ok"), "--heap", "256m"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["holds"] is True and data["specs"][0]["holds"] is True  # computed, and in the JSON
+    report = VerifyReport.model_validate(data)
+    assert report.holds and [s.spec for s in report.specs] == ["Ok"] and report.traces == 100
+    assert (tmp_path / "ok" / "index.html").is_file()
+
+    monkeypatch.setattr(cli, "STANDARD_SPECS", [OK_SPEC, falsified])
+    assert cli.main(["verify", "--out", str(tmp_path / "bad"), "--heap", "256m"]) == 1
+    out = capsys.readouterr().out
+    assert "FAILS: UpdateCounterFalsified" in out and str(tmp_path / "bad" / "index.html") in out
+    assert "invariant violated" in out
