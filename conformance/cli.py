@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from conformance.errors import TidemarkError
@@ -27,22 +29,37 @@ console = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True, width=_WIDTH)
 
 # The standard model of every spec the main job verifies, in dependency order.
-STANDARD_SPECS = [Path("spec/UpdateCounter.tla")]
+STANDARD_SPECS = [Path("spec/UpdateCounter.tla"), Path("spec/TxCounters.tla")]
+
+
+class Status:
+    """The one status line shown on stderr while a command runs: the current phase, or TLC's latest
+    progress message. Silent when output is not a terminal or the command prints JSON."""
+
+    def __init__(self, status: Any | None) -> None:
+        self._status = status
+        self._phase = "TLC starting…"
+
+    def line(self, text: str) -> None:
+        """A line of TLC's output: progress messages replace the status."""
+        if self._status is not None and text.startswith(
+            ("Progress(", "Finished computing", "Starting...", "Computing initial")
+        ):
+            self._status.update(f"{self._phase} — {text[:100]}")
+
+    def phase(self, text: str) -> None:
+        self._phase = text
+        if self._status is not None:
+            self._status.update(text)
 
 
 @contextmanager
-def tlc_progress(enabled: bool) -> Iterator[Callable[[str], None] | None]:
-    """A status line showing TLC's latest progress message while it runs (on stderr)."""
+def progress(enabled: bool) -> Iterator[Status]:
     if not enabled or not console.is_terminal:
-        yield None
+        yield Status(None)
         return
-    with console.status("TLC starting…") as status:
-
-        def on_line(line: str) -> None:
-            if line.startswith(("Progress(", "Finished computing", "Starting...", "Computing initial")):
-                status.update(f"TLC: {line[:110]}")
-
-        yield on_line
+    with console.status("starting…") as status:
+        yield Status(status)
 
 
 def _tlc_options(args: argparse.Namespace) -> TlcOptions:
@@ -63,7 +80,7 @@ def _print_tlc(result: TlcResult, spec: Path) -> None:
             table.add_row(f"  {label}", f"{value:,}" if isinstance(value, int) else str(value))
     out.print(table)
     if result.error:
-        out.print(f"  [red]{result.error}[/]")
+        out.print(f"  [red]{escape(result.error)}[/]")
     if result.parse_error is not None:
         where = result.parse_error
         out.print(f"  module {where.module}, line {where.line}, column {where.column}")
@@ -81,8 +98,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from conformance.tlc.output import parse_output
     from conformance.tlc.runner import run_tlc
 
-    with tlc_progress(not args.json) as on_line:
-        run = run_tlc(args.spec, args.config, _tlc_options(args), on_line)
+    with progress(not args.json) as status:
+        run = run_tlc(args.spec, args.config, _tlc_options(args), status.line)
     result = parse_output(run, source=f"TLC on {args.spec}")
     if args.json:
         print(result.model_dump_json())
@@ -94,7 +111,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_conform(args: argparse.Namespace) -> int:
     from conformance.conform import conform
 
-    with tlc_progress(not args.json) as on_line:
+    with progress(not args.json) as status:
         result = conform(
             args.spec,
             args.config,
@@ -103,7 +120,8 @@ def cmd_conform(args: argparse.Namespace) -> int:
             mutant=args.mutant,
             run_dir=args.run_dir,
             options=_tlc_options(args),
-            on_line=on_line,
+            on_line=status.line,
+            on_phase=status.phase,
         )
     if args.json:
         print(result.model_dump_json(exclude={"tlc"}))
@@ -125,20 +143,21 @@ def cmd_conform(args: argparse.Namespace) -> int:
     coverage = ", ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"  coverage: {coverage}")
     for example in result.examples[:5]:
-        out.print(f"  [red]{example.kind} mismatch[/] at state {example.src}, action {example.action}")
+        what = escape(f"action {example.action}")
+        out.print(f"  [red]{example.kind} mismatch[/] at state {example.src}, {what}")
         for line in [*example.diff, *([example.error] if example.error else [])]:
-            out.print(f"    {line}")
+            out.print(f"    {escape(line)}")
         if example.missing:
-            out.print(f"    spec takes, impl does not enable: {example.missing}")
+            out.print(f"    spec takes, impl does not enable: {escape(str(example.missing))}")
         if example.extra:
-            out.print(f"    impl enables, spec does not take: {example.extra}")
+            out.print(f"    impl enables, spec does not take: {escape(str(example.extra))}")
     return 0 if result.holds else 1
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from conformance.simulate import simulate
 
-    with tlc_progress(not args.json) as on_line:
+    with progress(not args.json) as status:
         result = simulate(
             args.spec,
             args.config,
@@ -149,7 +168,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             local=args.local,
             mutant=args.mutant,
             options=_tlc_options(args),
-            on_line=on_line,
+            on_line=status.line,
         )
     if args.json:
         print(result.model_dump_json(exclude={"tlc"}))
@@ -165,10 +184,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         )
         for example in result.examples[:5]:
             out.print(
-                f"  [red]trace {example.trace}, step {example.step}[/] {example.action}: {example.reason}"
+                f"  [red]trace {example.trace}, step {example.step}[/]"
+                + escape(f" {example.action}: {example.reason}")
             )
             for line in example.diff:
-                out.print(f"    {line}")
+                out.print(f"    {escape(line)}")
     return 0 if result.holds else 1
 
 
@@ -201,7 +221,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from conformance.report import summary_table, write_report
     from conformance.verify import verify
 
-    with tlc_progress(not args.json) as on_line:
+    with progress(not args.json) as status:
         report = verify(
             STANDARD_SPECS,
             master=args.master,
@@ -210,7 +230,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             traces=args.traces,
             steps=args.steps,
             seed=args.seed,
-            on_line=on_line,
+            on_line=status.line,
         )
     page = write_report(report, args.out)
     if args.json:

@@ -195,12 +195,22 @@ def conform(
     run_dir: Path | None = None,
     options: TlcOptions | None = None,
     on_line: Callable[[str], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> ConformResult:
-    """Model-check `spec` with a state-graph dump and replay every edge and state on the impl."""
+    """Model-check `spec` with a state-graph dump and replay every edge and state on the impl.
+
+    `on_line` gets TLC's output lines, `on_phase` a short note as each later phase starts. The run
+    directory stays consistent if the run is interrupted: the results of an earlier run are removed
+    before anything changes, and every file is written under a temporary name and renamed.
+    """
+    phase = on_phase or (lambda _: None)
     config = config or spec.with_suffix(".cfg")
     model = read_config(config)
     mapping_for(spec.stem, model.constants, mutant)  # bad spec, constants or mutant: fail before TLC runs
     run_dir = run_dir or default_run_dir(spec, config)
+    for stale in (run_dir / "summary.json", run_dir / "mismatches.parquet"):
+        stale.unlink(missing_ok=True)
+    phase("model checking with TLC (state graph dump)")
     dump = dump_graph(spec, config, run_dir, options or TlcOptions(), on_line)
     tlc, graph = dump.tlc, dump.graph
     result = ConformResult(
@@ -223,10 +233,13 @@ def conform(
         )
     started = time.monotonic()
     if local:
+        phase(f"replaying {graph.edges:,} edges in this process")
         summary = replay_locally(run_dir, spec.stem, model.constants, mutant)
     else:
+        phase("starting Spark")
         with spark_session(master) as spark:
             result.master = spark.sparkContext.master
+            phase(f"replaying {graph.edges:,} edges on Spark {result.master}")
             summary = replay_with_spark(spark, run_dir, spec.stem, model.constants, mutant)
     result.replay_seconds = round(time.monotonic() - started, 3)
     if (summary.states, summary.edges) != (graph.states, graph.edges):

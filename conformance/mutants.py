@@ -7,7 +7,15 @@ machines against them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar, TypeVar
+
+from conformance.errors import TidemarkError
+from impl.cluster import Cluster, Config, TxState
 from impl.counter import PartitionUpdateCounter
+from impl.wal import DataRecord, RollbackRecord
+
+T = TypeVar("T")
 
 
 class NoOutOfOrderTrackingCounter(PartitionUpdateCounter):
@@ -26,4 +34,107 @@ class NoOutOfOrderTrackingCounter(PartitionUpdateCounter):
 
 COUNTER_MUTANTS: dict[str, type[PartitionUpdateCounter]] = {
     "no-out-of-order-tracking": NoOutOfOrderTrackingCounter,
+}
+
+
+class PrimaryRollbackFirst(Cluster):
+    """The primary applies its rollback (update and rollback record) before its backups finished.
+
+    Ignite rolls back the primary last; a primary that closes the range first, then fails, leaves a
+    rolled-back range the new primary can hand out again.
+    """
+
+    def rollback(self, tx: str, node: str) -> Cluster:
+        rolled = super().rollback(tx, node)
+        rolled._rollback_on(node, rolled.nodes[node].txs[tx].writes)
+        rolled._set_state(node, tx, TxState.ROLLED_BACK)
+        return rolled
+
+
+class CommitWithoutWal(Cluster):
+    """Commit writes the entries and updates the counter but logs no data records.
+
+    The counter then claims updates that a restart cannot rebuild: LWM is no longer durable.
+    """
+
+    def _commit_on(self, node: str, tx: str, writes: frozenset[tuple[int, int]]) -> None:
+        disk = self.nodes[node].disk
+        super()._commit_on(node, tx, writes)
+        self.nodes[node].disk = disk
+
+
+CLUSTER_MUTANTS: dict[str, type[Cluster]] = {
+    "primary-rollback-first": PrimaryRollbackFirst,
+    "commit-without-wal": CommitWithoutWal,
+}
+
+
+def implementation(
+    spec: str, registry: Mapping[str, type[T]], correct: type[T], mutant: str | None
+) -> type[T]:
+    """The class a mapping replays against: the correct one, or the mutant of that name."""
+    if mutant is None:
+        return correct
+    if mutant not in registry:
+        raise TidemarkError(
+            f"unknown mutant {mutant!r} for {spec}", source="--mutant", expected=f"one of {sorted(registry)}"
+        )
+    return registry[mutant]
+
+
+class CounterClassCluster(Cluster):
+    """A cluster whose partition counters are all of `counter_class` (a Cluster takes no counter class).
+
+    Cluster builds `PartitionUpdateCounter`s itself at three points: the initial state, a crash (fresh
+    memory) and a restart (Disk.restore); every other step copies or mutates the counters it has, and
+    copies keep their class. Subclasses swap the class at those three points.
+    """
+
+    counter_class: ClassVar[type[PartitionUpdateCounter]] = PartitionUpdateCounter
+
+    @classmethod
+    def initial(cls, config: Config) -> Cluster:
+        cluster = super().initial(config)
+        for node in cluster.nodes.values():
+            node.counters = {part: cls.counter_class() for part in node.counters}
+        return cluster
+
+    def node_fail(self, node: str) -> Cluster:
+        failed = super().node_fail(node)
+        failed.nodes[node].counters = {part: self.counter_class() for part in failed.nodes[node].counters}
+        return failed
+
+    def restart(self, node: str) -> Cluster:
+        restarted = super().restart(node)
+        restarted.nodes[node].counters = self._restored_counters(node)
+        return restarted
+
+    def _restored_counters(self, node: str) -> dict[int, PartitionUpdateCounter]:
+        """Disk.restore's counters, replayed with `counter_class` (Disk.restore takes no counter class):
+        the checkpoint's pages, then the records after its marker, then init as on partition start."""
+        disk = self.nodes[node].disk
+        parts = self.config.owned(node)
+        cls = self.counter_class
+        if disk.pages is None:
+            counters = {part: cls() for part in parts}
+        else:
+            counters = {part: cls.from_bytes(*disk.pages.counters[part]) for part in parts}
+        for record in disk.wal[disk.replay_from :]:
+            if isinstance(record, DataRecord):
+                counters[self.config.partition(record.key)].update(record.cntr - 1, 1)
+            elif isinstance(record, RollbackRecord):
+                counters[record.part].update(record.start, record.delta)
+        return {part: cls.from_bytes(c.lwm, c.to_bytes()) for part, c in counters.items()}
+
+
+class NoOutOfOrderTrackingCluster(CounterClassCluster):
+    """Every copy counts with NoOutOfOrderTrackingCounter: the seed's "out of order updates are not
+    tracked" cluster, in which a copy that applied a later transaction first claims the earlier one."""
+
+    counter_class = NoOutOfOrderTrackingCounter
+
+
+# Clusters running a counter mutant, by the counter mutant's name (scenario files' "counter").
+CLUSTER_COUNTERS: dict[str, type[Cluster]] = {
+    "no-out-of-order-tracking": NoOutOfOrderTrackingCluster,
 }

@@ -19,6 +19,7 @@ State = dict[str, Value]
 # spec module name -> mapping module (spec/X.tla <-> impl/x.py <-> conformance/mappings/x.py)
 MAPPINGS = {
     "UpdateCounter": "conformance.mappings.counter",
+    "TxCounters": "conformance.mappings.tx_counters",
 }
 
 

@@ -15,7 +15,7 @@ from typing import cast
 
 from conformance.errors import TidemarkError
 from conformance.mappings import ReplayError, State
-from conformance.mutants import COUNTER_MUTANTS
+from conformance.mutants import COUNTER_MUTANTS, implementation
 from conformance.tlc.values import Record, Value, make_function
 from impl.counter import CounterInconsistencyError, PartitionUpdateCounter
 
@@ -225,12 +225,6 @@ class CounterMapping:
 
 
 def build(constants: Mapping[str, Value], mutant: str | None = None) -> CounterMapping:
-    if mutant is None:
-        return CounterMapping(constants, PartitionUpdateCounter)
-    if mutant not in COUNTER_MUTANTS:
-        raise TidemarkError(
-            f"unknown mutant {mutant!r} for UpdateCounter",
-            source="--mutant",
-            expected=f"one of {sorted(COUNTER_MUTANTS)}",
-        )
-    return CounterMapping(constants, COUNTER_MUTANTS[mutant])
+    return CounterMapping(
+        constants, implementation("UpdateCounter", COUNTER_MUTANTS, PartitionUpdateCounter, mutant)
+    )

@@ -1,0 +1,324 @@
+"""Mapping for spec/TxCounters.tla <-> impl/cluster.py.
+
+The implementation side of a spec state is `TxReplay`: a real `Cluster` plus the spec's `action` (the
+step that led here). Constants become the cluster's `Config`: servers s1..sN, every partition owned by
+s1..s(Backups+1), transactions t1, t2, ... named by their smallest key. Variables map one to one:
+alive, restarted, topVer/readyVer (top_ver/ready_ver), owners (one list: every partition's), near,
+txs, counter, data, wal (the disk's data and rollback records; checkpoint markers left out) and msgs
+(the network; a message's type is its class name). Steps are the cluster's, with the spec's names.
+
+Two spec-level rules live here rather than in the cluster: the model's bound on crashes (MaxFailures
+hides NodeFail), and the terminal step Done, which the spec takes once every transaction finished and
+nothing is in flight, so that TLC does not report a deadlock. The cluster's Checkpoint is a stuttering
+step of the spec (restart gives the same state with or without it) and is not listed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import cast
+
+from conformance.errors import TidemarkError
+from conformance.mappings import ReplayError, State
+from conformance.mutants import CLUSTER_MUTANTS, implementation
+from conformance.tlc.values import Function, Record, Value, make_function
+from impl.cluster import (
+    Cluster,
+    Config,
+    LocalTx,
+    NearState,
+    NearTx,
+    Node,
+    Step,
+    StepNotEnabled,
+    TxState,
+)
+from impl.counter import PartitionUpdateCounter
+from impl.messages import MESSAGE_TYPES, Message, Version
+from impl.wal import DataRecord, Disk, Entry, RollbackRecord
+
+DONE = Record(name="Done")
+# Cluster steps that are no spec action: the spec stutters on them.
+STUTTERING = {"Checkpoint"}
+_MESSAGE_CLASSES = {cls.__name__: cls for cls in MESSAGE_TYPES}
+
+
+@dataclass(frozen=True)
+class TxReplay:
+    """A cluster and the spec action that produced it."""
+
+    cluster: Cluster
+    action: Value
+
+
+# --- values ------------------------------------------------------------------------------------------
+
+
+def _int(value: Value) -> int:
+    if type(value) is not int:
+        raise ReplayError(f"expected an integer, got {value!r}")
+    return value
+
+
+def _str(value: Value) -> str:
+    if not isinstance(value, str):
+        raise ReplayError(f"expected a string, got {value!r}")
+    return value
+
+
+def _set(value: Value) -> frozenset[Value]:
+    if not isinstance(value, frozenset):
+        raise ReplayError(f"expected a set, got {value!r}")
+    return value
+
+
+def _pairs(value: Value) -> Iterable[tuple[Value, Value]]:
+    """A TLA+ function's (key, value) pairs, however TLC printed it (<<>>, a sequence, record, function)."""
+    if isinstance(value, tuple):
+        return enumerate(value, start=1)
+    if isinstance(value, Record | Function):
+        return value.items()
+    raise ReplayError(f"expected a function, got {value!r}")
+
+
+def _field(record: Value, name: str) -> Value:
+    if not isinstance(record, Record) or name not in record:
+        raise ReplayError(f"expected a record with field {name!r}, got {record!r}")
+    return record[name]
+
+
+def _version(value: Value) -> Version:
+    if not (isinstance(value, tuple) and len(value) == 2):
+        raise ReplayError(f"expected a version <<major, minor>>, got {value!r}")
+    return Version(_int(value[0]), _int(value[1]))
+
+
+def _writes(value: Value) -> frozenset[tuple[int, int]]:
+    return frozenset((_int(w[0]), _int(w[1])) for w in cast(frozenset[tuple[int, int]], _set(value)))
+
+
+def _to_value(value: object) -> Value:
+    """A message field as a TLA+ value (versions and writes are tuples and sets of tuples)."""
+    if isinstance(value, Version):
+        return (value.major, value.minor)
+    if isinstance(value, frozenset):
+        return frozenset(tuple(w) for w in value)
+    return cast(Value, value)
+
+
+def message_value(message: Message) -> Record:
+    fields = {f.name: _to_value(getattr(message, f.name)) for f in dataclasses.fields(message)}
+    return Record(type=type(message).__name__, **fields)
+
+
+def message_of(value: Value) -> Message:
+    kind = _str(_field(value, "type"))
+    cls = _MESSAGE_CLASSES.get(kind)
+    if cls is None:
+        raise ReplayError(f"unknown message type {kind!r}")
+    record = cast(Record, value)
+    args: dict[str, object] = {}
+    for f in dataclasses.fields(cls):
+        raw = _field(record, f.name)
+        args[f.name] = _version(raw) if f.name == "ver" else _writes(raw) if f.name == "writes" else raw
+    return cls(**args)  # type: ignore[arg-type]
+
+
+def step_value(step: Step) -> Record:
+    return Record(name=step.name, **step.params())
+
+
+def _record_value(record: DataRecord | RollbackRecord) -> Record:
+    if isinstance(record, DataRecord):
+        return Record(type="data", key=record.key, tx=record.tx, cntr=record.cntr)
+    return Record(type="rollback", part=record.part, start=record.start, delta=record.delta)
+
+
+def _wal_of(value: Value) -> tuple[DataRecord | RollbackRecord, ...]:
+    """WAL records in a canonical order: a key's writes by counter, so replay keeps the last one."""
+    records: list[DataRecord | RollbackRecord] = []
+    for r in _set(value):
+        kind = _field(r, "type")
+        if kind == "data":
+            records.append(DataRecord(_int(_field(r, "key")), _str(_field(r, "tx")), _int(_field(r, "cntr"))))
+        elif kind == "rollback":
+            records.append(
+                RollbackRecord(_int(_field(r, "part")), _int(_field(r, "start")), _int(_field(r, "delta")))
+            )
+        else:
+            raise ReplayError(f"unknown WAL record type {kind!r}")
+    return tuple(sorted(records, key=lambda r: (isinstance(r, RollbackRecord), repr(r))))
+
+
+class TxCountersMapping:
+    spec = "TxCounters"
+
+    def __init__(self, constants: Mapping[str, Value], cluster_class: type[Cluster]) -> None:
+        try:
+            servers = _int(constants["ServerCount"])
+            backups = _int(constants["Backups"])
+            partitions = _int(constants["Partitions"])
+            key_sets = [frozenset(_int(k) for k in _set(ks)) for ks in _set(constants["TxKeys"])]
+            self.max_failures = _int(constants["MaxFailures"])
+        except (KeyError, ReplayError) as error:
+            raise TidemarkError(
+                f"model constants do not fit TxCounters: {error}",
+                source="TxCounters model",
+                expected="ServerCount, Backups, Partitions, TxKeys (a set of sets of keys), MaxFailures",
+            ) from error
+        names = [f"s{i}" for i in range(1, servers + 1)]
+        owners = tuple(names[: backups + 1])
+        try:
+            self.config = Config(
+                servers=tuple(names),
+                owners={p: owners for p in range(partitions)},
+                transactions={f"t{i}": ks for i, ks in enumerate(sorted(key_sets, key=min), start=1)},
+            )
+        except ValueError as error:
+            raise TidemarkError(str(error), source="TxCounters model", expected="a valid cluster") from error
+        keys = set().union(*key_sets)
+        if any(self.config.partition(k) != k % partitions for k in keys):
+            raise TidemarkError(
+                "the spec's k % Partitions differs from Ignite's partition for some key",
+                source="TxCounters model",
+                expected="small non-negative keys",
+            )
+        self.cluster_class = cluster_class
+
+    # --- spec state <-> implementation -------------------------------------------------------------
+
+    def concretize(self, state: State) -> TxReplay:
+        owners = tuple(_str(o) for o in cast(tuple[str, ...], state["owners"]))
+        near = {
+            _str(tx): NearTx(
+                NearState(_str(_field(v, "state"))), _version(_field(v, "ver")), _str(_field(v, "primary"))
+            )
+            for tx, v in _pairs(state["near"])
+        }
+        per_node = {name: dict(_pairs(state[name])) for name in ("txs", "counter", "data", "wal")}
+        nodes = {}
+        for n in self.config.servers:
+            txs = {
+                _str(tx): LocalTx(TxState(_str(_field(v, "state"))), _writes(_field(v, "writes")))
+                for tx, v in _pairs(per_node["txs"][n])
+            }
+            counters = {
+                _int(p): PartitionUpdateCounter(
+                    _int(_field(c, "lwm")),
+                    _int(_field(c, "hwm")),
+                    [(_int(i[0]), _int(i[1])) for i in cast(tuple[tuple[int, int], ...], _field(c, "items"))],
+                    bool(_field(c, "first")),
+                )
+                for p, c in _pairs(per_node["counter"][n])
+            }
+            data = {
+                _int(k): Entry(_str(_field(e, "tx")), _int(_field(e, "cntr")))
+                for k, e in _pairs(per_node["data"][n])
+            }
+            nodes[n] = Node(txs, counters, data, Disk(_wal_of(per_node["wal"][n])))
+        cluster = self.cluster_class(
+            self.config,
+            alive=frozenset(_str(n) for n in _set(state["alive"])),
+            restarted=frozenset(_str(n) for n in _set(state["restarted"])),
+            top_ver=_version(state["topVer"]),
+            ready_ver=_version(state["readyVer"]),
+            owners={p: owners for p in range(self.config.partitions)},
+            near=near,
+            nodes=nodes,
+            network=frozenset(message_of(m) for m in _set(state["msgs"])),
+        )
+        return TxReplay(cluster, state["action"])
+
+    def abstract(self, impl: TxReplay) -> State:
+        c = impl.cluster
+        owner_lists = set(c.owners.values())
+        if len(owner_lists) != 1:
+            raise ReplayError(
+                f"partitions have different owner lists {sorted(owner_lists)}; the spec has one"
+            )
+        nodes = c.nodes
+        return {
+            "alive": frozenset(c.alive),
+            "restarted": frozenset(c.restarted),
+            "topVer": _to_value(c.top_ver),
+            "readyVer": _to_value(c.ready_ver),
+            "owners": next(iter(owner_lists)),
+            "near": make_function(
+                {
+                    tx: Record(state=t.state.value, ver=_to_value(t.ver), primary=t.primary)
+                    for tx, t in c.near.items()
+                }
+            ),
+            "txs": make_function(
+                {
+                    n: make_function(
+                        {tx: Record(state=t.state.value, writes=t.writes) for tx, t in node.txs.items()}
+                    )
+                    for n, node in nodes.items()
+                }
+            ),
+            "counter": make_function(
+                {
+                    n: make_function(
+                        {
+                            p: Record(lwm=ctr.lwm, hwm=ctr.hwm, items=tuple(ctr.items), first=ctr.first)
+                            for p, ctr in node.counters.items()
+                        }
+                    )
+                    for n, node in nodes.items()
+                }
+            ),
+            "data": make_function(
+                {
+                    n: make_function({k: Record(tx=e.tx, cntr=e.cntr) for k, e in node.data.items()})
+                    for n, node in nodes.items()
+                }
+            ),
+            "wal": make_function(
+                {n: frozenset(map(_record_value, node.disk.records())) for n, node in nodes.items()}
+            ),
+            "msgs": frozenset(map(message_value, c.network)),
+            "action": impl.action,
+        }
+
+    # --- steps ---------------------------------------------------------------------------------------
+
+    def _done(self, cluster: Cluster) -> bool:
+        """The spec's Done: every transaction finished and nothing in flight."""
+        return cluster.quiet and all(t.state is not NearState.IDLE for t in cluster.near.values())
+
+    def _may_fail(self, cluster: Cluster) -> bool:
+        return len(self.config.servers) - len(cluster.alive) < self.max_failures
+
+    def enabled(self, impl: TxReplay) -> set[Value]:
+        cluster = impl.cluster
+        may_fail = self._may_fail(cluster)
+        actions: set[Value] = {
+            step_value(step)
+            for step in cluster.enabled()
+            if step.name not in STUTTERING and (step.name != "NodeFail" or may_fail)
+        }
+        if self._done(cluster):
+            actions.add(DONE)
+        return actions
+
+    def apply(self, impl: TxReplay, action: Value) -> TxReplay:
+        name = _str(_field(action, "name"))
+        if name == "Done":
+            if not self._done(impl.cluster):
+                raise ReplayError("Done: a transaction is unfinished or something is in flight")
+            return TxReplay(impl.cluster, action)
+        if name in STUTTERING:
+            raise ReplayError(f"{name} is not a spec action")
+        record = cast(Record, action)
+        params = {p: _str(record[p]) for p in ("tx", "node") if p in record}
+        try:
+            return TxReplay(impl.cluster.apply(Step(name, **params)), action)
+        except StepNotEnabled as error:
+            raise ReplayError(str(error)) from error
+
+
+def build(constants: Mapping[str, Value], mutant: str | None = None) -> TxCountersMapping:
+    return TxCountersMapping(constants, implementation("TxCounters", CLUSTER_MUTANTS, Cluster, mutant))
