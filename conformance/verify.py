@@ -24,13 +24,14 @@ from pydantic import BaseModel, Field, computed_field
 from conformance.conform import ConformResult, conform
 from conformance.mappings import MAPPINGS, mapping_for
 from conformance.replay import Mismatch
+from conformance.spark import spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.output import Outcome, TlcResult, Violation, parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
 from conformance.tlc.values import Record
 from conformance.traces import Trace
 from conformance.validate import Rejection, initial_states, validate_traces
-from conformance.walks import random_walks
+from conformance.walks import random_walks, random_walks_on_spark
 
 # Implementation traces per spec and steps per walk: 100 walks of 30 steps cover every action of the
 # standard counter model many times over and validate in one TLC run of a few seconds.
@@ -168,16 +169,40 @@ def _walk_coverage(traces: Sequence[Trace]) -> dict[str, int]:
 
 
 def _validate_walks(
-    spec: Path, config: Path, mutant: str | None, traces: int, steps: int, seed: int, options: TlcOptions
+    spec: Path,
+    config: Path,
+    mutant: str | None,
+    traces: int,
+    steps: int,
+    seed: int,
+    options: TlcOptions,
+    master: str | None,
+    local: bool,
 ) -> tuple[ValidationFigures, float, float]:
-    """Walk the implementation (the mutant, if any) from the spec's initial states; TLC judges the walks.
+    """Walk the implementation (the mutant, if any) from the spec's initial states, on Spark unless
+    `local`; TLC judges the walks.
 
     Returns the figures, the seconds spent walking and TLC's seconds (initial states and the walks)."""
-    mapping = mapping_for(spec.stem, read_config(config).constants, mutant)
+    constants = read_config(config).constants
     started = time.monotonic()
     initial = initial_states(spec, config, options)
     walking = time.monotonic()
-    walks = random_walks(mapping, initial, count=traces, steps=steps, seed=seed, config=str(config))
+    if local:
+        mapping = mapping_for(spec.stem, constants, mutant)
+        walks = random_walks(mapping, initial, count=traces, steps=steps, seed=seed, config=str(config))
+    else:
+        with spark_session(master) as spark:
+            walks = random_walks_on_spark(
+                spark,
+                spec.stem,
+                constants,
+                mutant,
+                initial,
+                count=traces,
+                steps=steps,
+                seed=seed,
+                config=str(config),
+            )
     walked = time.monotonic()
     validation = validate_traces(walks, spec, config, options) if walks else None
     figures = ValidationFigures(
@@ -250,7 +275,7 @@ def verify_spec(
     if result.outcome == Outcome.OK:
         conformance = _conform_figures(result)
         validation, timings.walk_seconds, timings.validation_seconds = _validate_walks(
-            spec, config, mutant, traces, steps, seed, options
+            spec, config, mutant, traces, steps, seed, options, master, local
         )
     assert result.tlc is not None  # conform always records TLC's result
     timings.total_seconds = round(time.monotonic() - started, 3)

@@ -14,10 +14,12 @@ constants. A walk ends early where nothing is enabled.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
+from typing import Any
 
-from conformance.mappings import SpecMapping, State
-from conformance.tlc.values import canonical_json, state_to_itf, value_sort_key
+from conformance.mappings import SpecMapping, State, mapping_for
+from conformance.tlc.values import Value, canonical_json, state_to_itf, value_sort_key
 from conformance.traces import Trace
 
 
@@ -34,6 +36,19 @@ def random_walk(mapping: SpecMapping, start: State, steps: int, rng: random.Rand
     return states
 
 
+def _ordered(initial: Sequence[State]) -> list[State]:
+    return sorted(initial, key=lambda s: canonical_json(state_to_itf(s)))
+
+
+def walk_trace(
+    mapping: SpecMapping, starts: Sequence[State], *, index: int, steps: int, seed: int, config: str | None
+) -> Trace:
+    """Walk number `index` of the seed: the same walk wherever and in whatever order it is computed."""
+    rng = random.Random(f"tidemark-walk:{seed}:{index}")
+    states = random_walk(mapping, rng.choice(starts), steps, rng)
+    return Trace(id=f"walk-{seed}-{index}", spec=mapping.spec, states=tuple(states), config=config)
+
+
 def random_walks(
     mapping: SpecMapping,
     initial: Sequence[State],
@@ -44,12 +59,39 @@ def random_walks(
     config: str | None = None,
 ) -> list[Trace]:
     """`count` walks of up to `steps` steps, ids walk-<seed>-<i>, each from one of the `initial` states."""
-    starts = sorted(initial, key=lambda s: canonical_json(state_to_itf(s)))
-    traces = []
-    for index in range(count):
-        rng = random.Random(f"tidemark-walk:{seed}:{index}")
-        states = random_walk(mapping, rng.choice(starts), steps, rng)
-        traces.append(
-            Trace(id=f"walk-{seed}-{index}", spec=mapping.spec, states=tuple(states), config=config)
-        )
-    return traces
+    starts = _ordered(initial)
+    return [walk_trace(mapping, starts, index=i, steps=steps, seed=seed, config=config) for i in range(count)]
+
+
+def _walk_partition(
+    spec: str,
+    constants: Mapping[str, Value],
+    mutant: str | None,
+    starts: list[State],
+    steps: int,
+    seed: int,
+    config: str | None,
+    indices: Iterator[int],
+) -> Iterator[Trace]:
+    mapping = mapping_for(spec, constants, mutant)
+    for index in indices:
+        yield walk_trace(mapping, starts, index=index, steps=steps, seed=seed, config=config)
+
+
+def random_walks_on_spark(
+    spark: Any,
+    spec: str,
+    constants: Mapping[str, Value],
+    mutant: str | None,
+    initial: Sequence[State],
+    *,
+    count: int,
+    steps: int,
+    seed: int,
+    config: str | None = None,
+) -> list[Trace]:
+    """The same walks as `random_walks`, generated in parallel as a Spark job (in walk order)."""
+    slices = max(1, min(count, spark.sparkContext.defaultParallelism * 4))
+    job = partial(_walk_partition, spec, dict(constants), mutant, _ordered(initial), steps, seed, config)
+    walks: list[Trace] = spark.sparkContext.parallelize(range(count), slices).mapPartitions(job).collect()
+    return walks
