@@ -1,7 +1,9 @@
 """Conformance cost on a model: TLC alone, TLC with the state-graph dump, graph loading, and replay
-in this process (the baseline) vs Spark local[1] and local[2], all measured in the same run.
+in this process (the baseline) vs Spark local[1] and local[2], all measured in the same run, with the
+peak memory (resident set high-water mark) of this process, the Spark driver JVM and its Python workers.
 
     python bench/bench_conform.py [--spec spec/UpdateCounter.tla] [--config CFG] [--skip-spark]
+    python bench/bench_conform.py --config spec/UpdateCounter-large.cfg    # about 1.15 million edges
 
 Prints figures only; nothing is asserted.
 """
@@ -9,8 +11,12 @@ Prints figures only; nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from conformance.conform import dump_graph, replay_locally, replay_with_spark
@@ -18,6 +24,71 @@ from conformance.spark import spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.output import parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
+
+
+def _descendants() -> dict[int, str]:
+    """pid -> command name of every process below this one (Linux /proc)."""
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                parents[int(entry.name)] = int(fields[1])
+                names[int(entry.name)] = (entry / "comm").read_text().strip()
+            except (OSError, IndexError):
+                continue
+    found, frontier = {}, [os.getpid()]
+    while frontier:
+        pid = frontier.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in found:
+                found[child] = names[child]
+                frontier.append(child)
+    return found
+
+
+def _high_water_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@contextmanager
+def peak_memory() -> Iterator[dict[str, float]]:
+    """Samples the processes below this one twice a second; yields {kind: peak MB} filled at exit:
+    'driver (python)', 'jvm' (the largest java child) and 'workers' (the sum over Python workers)."""
+    peaks = {"this process (lifetime)": 0.0, "jvm": 0.0, "workers": 0.0}
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.5):
+            jvm = workers = 0.0
+            for pid, name in _descendants().items():
+                try:
+                    mb = _high_water_mb(pid)
+                except OSError:
+                    continue
+                if name == "java":
+                    jvm = max(jvm, mb)
+                elif name.startswith("python"):
+                    workers += mb
+            peaks["jvm"] = max(peaks["jvm"], jvm)
+            peaks["workers"] = max(peaks["workers"], workers)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield peaks
+    finally:
+        stop.set()
+        sampler.join()
+        peaks["this process (lifetime)"] = _high_water_mb(os.getpid())
+
+
+def _memory(peaks: dict[str, float]) -> str:
+    return ", ".join(f"{kind} {mb:,.0f} MB" for kind, mb in peaks.items() if mb)
 
 
 def main() -> None:
@@ -42,19 +113,20 @@ def main() -> None:
         rate = summary.states / load_seconds
         print(f"  dot -> Parquet:       {load_seconds:7.1f} s  ({rate:,.0f} states/s)")
 
-        started = time.monotonic()
-        local = replay_locally(graph, args.spec.stem, constants, None)
-        local_seconds = time.monotonic() - started
+        with peak_memory() as peaks:
+            started = time.monotonic()
+            local = replay_locally(graph, args.spec.stem, constants, None)
+            local_seconds = time.monotonic() - started
         assert local.mismatches == 0 and local.edges_replayed == summary.edges
         print(
             f"  replay, one process:  {local_seconds:7.1f} s  ({summary.edges / local_seconds:,.0f} edges/s)"
-            f"  replay/TLC-check = {local_seconds / check.seconds:.2f}"
+            f"  replay/TLC-check = {local_seconds / check.seconds:.2f}   peak: {_memory(peaks)}"
         )
         if args.skip_spark:
             return
         for master in ("local[1]", "local[2]"):
-            with spark_session(master) as spark:
-                replay_with_spark(spark, graph, args.spec.stem, constants, None)  # warm the workers
+            with spark_session(master) as spark, peak_memory() as peaks:
+                spark.sparkContext.parallelize(range(8), 8).count()  # start the Python workers first
                 started = time.monotonic()
                 result = replay_with_spark(spark, graph, args.spec.stem, constants, None)
                 seconds = time.monotonic() - started
@@ -62,7 +134,7 @@ def main() -> None:
             print(
                 f"  replay, Spark {master}: {seconds:6.1f} s  ({summary.edges / seconds:,.0f} edges/s)"
                 f"  vs one process x{local_seconds / seconds:.2f}"
-                f"  replay/TLC-check = {seconds / check.seconds:.2f}"
+                f"  replay/TLC-check = {seconds / check.seconds:.2f}   peak: {_memory(peaks)}"
             )
 
 
