@@ -189,6 +189,7 @@ def test_the_standard_model_config() -> None:
             "CounterIsExact",
             "HwmCoversLwm",
             "NoGapsAfterExchange",
+            "ExchangeCoversEveryCopy",
         ],
         properties=["ReplayIsNoop"],
     )
