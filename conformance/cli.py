@@ -272,6 +272,43 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if report.holds else 1
 
 
+def cmd_scenario(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
+    from conformance.scenario import (
+        DEFAULT_OUT,
+        load_scenario,
+        run_scenario,
+        scenario_summary,
+        timeline_table,
+        write_outputs,
+    )
+
+    scenario, config = load_scenario(args.file)
+    result = run_scenario(scenario, config)
+    diagram, page = write_outputs(result, args.out or DEFAULT_OUT / f"{scenario.name}.mmd")
+    if args.json:
+        print(json.dumps({**scenario_summary(result), "diagram": str(diagram), "page": str(page)}))
+        return 0 if result.passed else 1
+    out.print(timeline_table(result))
+    for check in result.checks:
+        if not check.holds:
+            out.print(
+                f"  [red]{escape(check.path)}[/]: expected {escape(json.dumps(check.expected))},"
+                f" got {escape(json.dumps(check.actual))}"
+            )
+    if result.failure:
+        out.print(f"  [red]{escape(result.failure)}[/]")
+    holding = sum(check.holds for check in result.checks)
+    style = "green" if result.passed else "red"
+    out.print(
+        f"[bold]{escape(scenario.name)}[/] (counter {scenario.counter}): [{style}]"
+        f"{'holds' if result.passed else 'FAILS'}[/] — {holding}/{len(result.checks)} expectations hold;"
+        f" diagram {escape(str(diagram))}, timeline {escape(str(page))}"
+    )
+    return 0 if result.passed else 1
+
+
 def _parse_key(text: str, kind: str) -> object:
     import uuid
 
@@ -458,6 +495,18 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--json", action="store_true", help="print one JSON object")
     _tlc_arguments(validate)
     validate.set_defaults(run=cmd_validate)
+
+    scenario = commands.add_parser(
+        "scenario", help="run a scenario file on the cluster: timeline, Mermaid diagram, expectations"
+    )
+    scenario.add_argument("file", type=Path, metavar="FILE")
+    scenario.add_argument(
+        "--out",
+        type=Path,
+        help="the Mermaid diagram (default reports/scenarios/NAME.mmd; the page beside it)",
+    )
+    scenario.add_argument("--json", action="store_true", help="print one JSON object")
+    scenario.set_defaults(run=cmd_scenario)
 
     verify = commands.add_parser(
         "verify", help="the main job: check, conform and validate every spec's standard model; HTML report"

@@ -1,0 +1,429 @@
+"""Scenario files: the shipped scenarios hold, bad files are refused naming the field, the outputs (timeline,
+Mermaid diagram, HTML page) say what happened, and the page renders in headless chromium."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+
+from conformance.cli import main
+from conformance.errors import TidemarkError
+from conformance.mutants import CLUSTER_COUNTERS, COUNTER_MUTANTS
+from conformance.scenario import (
+    SCHEMA_PATH,
+    STEP_MODELS,
+    CounterName,
+    ScenarioResult,
+    load_scenario,
+    mermaid_diagram,
+    run_scenario,
+    schema_text,
+    write_outputs,
+)
+from impl.cluster import STEPS
+
+SCENARIOS = sorted(Path("scenarios").glob("*.json"))
+FIGURE1 = Path("scenarios/figure1-backup-reordering.json")
+NO_TRACKING = Path("scenarios/no-tracking-loses-updates.json")
+ALL_KEYS = {"1": "v1", "2": "v2", "3": "v3", "4": "v4", "5": "v5"}
+
+
+def _run(path: Path) -> ScenarioResult:
+    return run_scenario(*load_scenario(path))
+
+
+def _write(tmp_path: Path, data: dict[str, Any], name: str = "scenario.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _figure1() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(FIGURE1.read_text(encoding="utf-8"))
+    return data
+
+
+def _counter(result: ScenarioResult, row: int, node: str) -> tuple[int, int, list[tuple[int, int]]]:
+    view = result.timeline[row].nodes[node].counters[0]
+    return view.lwm, view.hwm, view.items
+
+
+# --- the shipped scenarios --------------------------------------------------------------------------------
+
+
+def test_scenarios_are_shipped() -> None:
+    names = {p.stem for p in SCENARIOS}
+    assert {"figure1-backup-reordering", "no-tracking-loses-updates", "tracking-keeps-updates"} <= names
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_every_shipped_scenario_holds(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = _run(path)
+    assert result.failure is None
+    assert [c.path for c in result.checks if not c.holds] == []
+    assert len(result.checks) >= 10 and result.passed
+    assert main(["scenario", str(path), "--out", str(tmp_path / "flow.mmd")]) == 0
+    assert f"{result.name} (counter {result.counter}): holds" in capsys.readouterr().out
+
+
+def test_figure1_shows_the_gap_on_the_reordered_backup_and_lwm_catching_up() -> None:
+    result = _run(FIGURE1)
+    rows = {row.step: i for i, row in enumerate(result.timeline)}
+    t2_first = rows["BackupCommit(tx=t2, node=s2)"]
+    t1_late = rows["BackupCommit(tx=t1, node=s2)"]
+    assert t2_first < t1_late
+    # Updates 4, 5 applied above the hole 1..3: LWM stays 0 and the item (3, 2) records them.
+    assert _counter(result, t2_first, "s2") == (0, 0, [(3, 2)])
+    assert _counter(result, t1_late - 1, "s2") == (0, 0, [(3, 2)])
+    assert _counter(result, t1_late, "s2") == (5, 0, [])
+    # The in-order backup never has an item; the primary reserved 1..5 at prepare.
+    assert all(not row.nodes["s3"].counters[0].items for row in result.timeline)
+    assert _counter(result, rows["Prepare(tx=t2, node=s1)"], "s1") == (0, 5, [])
+    assert {n: v.data[4].cntr for n, v in result.nodes.items()} == {"s1": 4, "s2": 4, "s3": 4}
+
+
+def test_without_tracking_the_restarted_primary_looks_complete_but_lost_updates() -> None:
+    lost = _run(NO_TRACKING)
+    s1, s2 = lost.nodes["s1"], lost.nodes["s2"]
+    assert s1.state == "restarted" and s1.counters[0].lwm == s2.counters[0].lwm == 5
+    assert {k: e.value for k, e in s1.data.items()} == {4: "v4", 5: "v5"}
+    assert {k: e.value for k, e in s2.data.items()} == {int(k): v for k, v in ALL_KEYS.items()}
+    # Equal LWMs: the rejoining copy stays OWNING and nothing rebalances the missing 1..3.
+    assert s1.partitions == {0: "OWNING"}
+
+
+def test_the_same_schedule_with_tracking_keeps_the_gap_and_fails_the_loss_expectations() -> None:
+    scenario, config = load_scenario(NO_TRACKING)
+    tracked = run_scenario(scenario.model_copy(update={"counter": "tracking"}), config)
+    s1 = tracked.nodes["s1"]
+    assert (s1.counters[0].lwm, s1.counters[0].items) == (0, [(3, 2)])
+    assert s1.partitions == {0: "MOVING"}
+    assert not tracked.passed and tracked.failure is None
+    failing = {c.path for c in tracked.checks if not c.holds}
+    assert failing == {
+        "steps[16].expect.s1.counters[0].lwm",
+        "steps[16].expect.s1.counters[0].items",
+        "expect.s1.counters[0].lwm",
+        "expect.s1.counters[0].items",
+        "expect.s1.partitions[0]",
+    }
+
+
+# --- the format and its errors ----------------------------------------------------------------------------
+
+
+def test_the_schema_file_is_generated_from_the_model() -> None:
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), "run: python -m conformance.scenario"
+
+
+def test_the_step_models_take_exactly_the_cluster_steps_and_parameters() -> None:
+    taken: dict[str, tuple[str, ...]] = {}
+    for model in STEP_MODELS:
+        params = tuple(p for p in ("tx", "node") if p in model.model_fields)
+        taken.update((tag, params) for tag in get_args(model.model_fields["step"].annotation))
+    assert taken == STEPS
+
+
+def test_the_counter_choices_are_tracking_and_every_counter_mutant() -> None:
+    assert get_args(CounterName) == ("tracking", *COUNTER_MUTANTS)
+    assert set(CLUSTER_COUNTERS) == set(COUNTER_MUTANTS)
+
+
+def _set(path: list[str | int], value: object) -> Callable[[dict[str, Any]], None]:
+    def damage(data: dict[str, Any]) -> None:
+        target: Any = data
+        for part in path[:-1]:
+            target = target[part]
+        target[path[-1]] = value
+
+    return damage
+
+
+def _drop(path: list[str | int]) -> Callable[[dict[str, Any]], None]:
+    def damage(data: dict[str, Any]) -> None:
+        target: Any = data
+        for part in path[:-1]:
+            target = target[part]
+        del target[path[-1]]
+
+    return damage
+
+
+@pytest.mark.parametrize(
+    ("damage", "location", "message"),
+    [
+        (_drop(["steps", 3, "node"]), "steps[3].node", "Field required"),
+        (_set(["steps", 2, "step"], "Teleport"), "steps[2].step", "Input tag 'Teleport' found using 'step'"),
+        (_drop(["steps", 2, "step"]), "steps[2].step", "Unable to extract tag using discriminator 'step'"),
+        (_set(["steps", 4, "node"], "s1"), "steps[4].node", "Extra inputs are not permitted"),
+        (_set(["steps", 2, "node"], "s9"), "steps[2].node", "unknown server 's9'"),
+        (_set(["steps", 5, "tx"], "t9"), "steps[5].tx", "unknown transaction 't9'"),
+        (_set(["steps", 1, "tx"], "t1"), "steps[1].tx", "transaction 't1' already started at steps[0]"),
+        (_set(["steps", 0, "keys"], {"k1": "v1"}), "steps[0].keys.k1", "Input should be a valid integer"),
+        (_set(["steps", 2, "node"], "s-1"), "steps[2].node", "String should match pattern"),
+        (_set(["cluster", "clients"], ["c1", "c2"]), "cluster.clients", "List should have at most 1 item"),
+        (_set(["cluster", "backups"], 3), "cluster.backups", "3 backups need 4 servers"),
+        (
+            _set(["cluster", "owners"], {"0": ["s1", "s9", "s3"]}),
+            "cluster.owners[0][1]",
+            "unknown server 's9'",
+        ),
+        (_set(["counter"], "sloppy"), "counter", "Input should be 'tracking' or 'no-out-of-order-tracking'"),
+        (
+            _set(["expect", "s2", "counters", "0", "lwm"], -1),
+            "expect.s2.counters[0].lwm",
+            "greater than or equal",
+        ),
+        (_set(["expect", "s2", "counters", "0"], {}), "expect.s2.counters[0]", "give at least one of lwm"),
+        (_set(["expect", "s9"], {"state": "alive"}), "expect.s9", "unknown node 's9'"),
+        (_set(["expect", "c1", "data"], {}), "expect.c1.data", "the client holds only transactions"),
+        (
+            _set(["expect", "s1", "txs", "t1"], "locking"),
+            "expect.s1.txs.t1",
+            "no state of a transaction here",
+        ),
+        (
+            _set(["steps", 19, "expect", "s2", "partitions"], {"1": "OWNING"}),
+            "steps[19].expect.s2.partitions[1]",
+            "s2 holds no copy of partition 1",
+        ),
+    ],
+)
+def test_a_bad_file_is_refused_naming_the_field(
+    damage: Callable[[dict[str, Any]], None], location: str, message: str, tmp_path: Path
+) -> None:
+    data = copy.deepcopy(_figure1())
+    damage(data)
+    path = _write(tmp_path, data)
+    with pytest.raises(TidemarkError) as error:
+        load_scenario(path)
+    assert (error.value.source, error.value.location) == (str(path), location)
+    assert message in error.value.message
+    assert error.value.expected
+
+
+def test_keys_of_a_transaction_must_share_one_primary(tmp_path: Path) -> None:
+    data = _figure1()
+    data["cluster"].update(partitions=2, owners={"0": ["s1", "s2", "s3"], "1": ["s2", "s3", "s1"]})
+    path = _write(tmp_path, data)  # t1 writes keys 1, 2, 3: partitions 1, 0, 1
+    with pytest.raises(TidemarkError, match="one primary") as error:
+        load_scenario(path)
+    assert error.value.location == "steps[0].keys"
+
+
+def test_a_bad_file_exits_2_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"name": "x",\n "cluster": ', encoding="utf-8")
+    out = tmp_path / "out" / "flow.mmd"
+    assert main(["scenario", str(path), "--out", str(out)]) == 2
+    assert f"{path}: Invalid JSON: EOF while parsing" in capsys.readouterr().err
+    assert not out.parent.exists()
+
+
+# --- running ----------------------------------------------------------------------------------------------
+
+
+def test_a_step_that_is_not_enabled_stops_the_run_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _figure1()
+    # Commit on the primary before the client decided: no finish request is in flight.
+    data["steps"].insert(14, {"step": "Commit", "tx": "t1", "node": "s1"})
+    result = _run(_write(tmp_path, data))
+    assert not result.passed and len(result.timeline) == 15  # the initial state and steps 0..13
+    assert result.failure == (
+        "steps[14]: Commit(tx=t1, node=s1) is not enabled here; enabled: TxCommit(tx=t1), TxCommit(tx=t2),"
+        " TxRollback(tx=t1), TxRollback(tx=t2), NodeFail(node=s1), NodeFail(node=s2), NodeFail(node=s3),"
+        " Checkpoint(node=s1), Checkpoint(node=s2), Checkpoint(node=s3)"
+    )
+    assert not any(c.path.startswith("expect.") for c in result.checks)  # the final ones never ran
+    assert main(["scenario", str(tmp_path / "scenario.json"), "--out", str(tmp_path / "f.mmd")]) == 1
+    assert "steps[14]: Commit(tx=t1, node=s1) is not enabled here" in capsys.readouterr().out
+
+
+def test_a_failing_expectation_exits_1_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _figure1()
+    data["steps"][19]["expect"]["s2"]["counters"]["0"]["lwm"] = 3  # as if LWM ignored the hole
+    path = _write(tmp_path, data)
+    assert main(["scenario", str(path), "--out", str(tmp_path / "f.mmd")]) == 1
+    assert "steps[19].expect.s2.counters[0].lwm: expected 3, got 0" in capsys.readouterr().out
+
+
+def test_json_gives_the_final_counters_data_and_states(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "f.mmd"
+    assert main(["scenario", str(NO_TRACKING), "--json", "--out", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["passed"], report["failure"], report["counter"]) == (
+        True,
+        None,
+        "no-out-of-order-tracking",
+    )
+    s1 = report["nodes"]["s1"]
+    assert s1["counters"] == {"0": {"lwm": 5, "hwm": 5, "items": []}}
+    assert {k: e["value"] for k, e in s1["data"].items()} == {"4": "v4", "5": "v5"}
+    assert (s1["state"], s1["partitions"]) == ("restarted", {"0": "OWNING"})
+    assert report["txs"] == {"t1": "committed", "t2": "committed"}
+    assert (report["diagram"], report["page"]) == (str(out), str(out.with_suffix(".html")))
+
+
+def test_initial_data_is_committed_on_every_owner_before_the_first_step(tmp_path: Path) -> None:
+    data = {
+        "name": "preloaded",
+        "cluster": {
+            "servers": ["a", "b", "c"],
+            "clients": ["cl"],
+            "partitions": 2,
+            "backups": 1,
+            "initial_data": {"0": "x", "2": "y", "1": "z"},
+        },
+        "steps": [
+            {"step": "TxStart", "tx": "t", "keys": {"4": "new", "5": "w"}},
+            {"step": "Lock", "tx": "t", "node": "a"},
+            {"step": "TxPrepare", "tx": "t"},
+            {"step": "Prepare", "tx": "t", "node": "a"},
+            {"step": "NodeFail", "node": "b"},
+            {"step": "Restart", "node": "b"},
+        ],
+        "expect": {
+            "a": {"counters": {"0": {"lwm": 2, "hwm": 3}, "1": {"lwm": 1, "hwm": 2}}},
+            "b": {
+                "state": "restarted",
+                "data": {"0": "x", "1": "z", "2": "y"},
+                "counters": {"0": {"lwm": 2}},
+            },
+            "c": {"state": "alive", "data": {}},
+        },
+    }
+    result = _run(_write(tmp_path, data))
+    assert result.passed, [c for c in result.checks if not c.holds]
+    prepare = result.timeline[4]
+    # One reservation per partition, above the initial counters: keys 4 (p0) and 5 (p1).
+    assert [m.label for m in prepare.messages if m.kind == "sent"] == [
+        "DhtPrepareRequest t p0 (2, 1) p1 (1, 1)"
+    ]
+
+
+# --- the outputs ------------------------------------------------------------------------------------------
+
+_PARTICIPANT = re.compile(r"^    participant (\w+)(?: as .+)?$")
+# Text in a message or note: ';' and '#' only as entities (#59;), else Mermaid ends the statement there.
+_TEXT = r"((?:[^;#]|#\d+;)+)"
+_ARROW = re.compile(r"^    (\w+)(->>|-x)(\w+): (\d+)\. " + _TEXT + "$")
+_NOTE = re.compile(r"^    Note over (\w+)(?:,(\w+))?: " + _TEXT + "$")
+
+
+def _mermaid_structure(text: str) -> tuple[list[str], list[tuple[str, str, str, int, str]], list[str]]:
+    """Participants, arrows (sender, arrow, receiver, step, label) and notes; fails on any other line."""
+    lines = text.splitlines()
+    assert lines[0] == "sequenceDiagram"
+    participants: list[str] = []
+    arrows: list[tuple[str, str, str, int, str]] = []
+    notes: list[str] = []
+    for line in lines[1:]:
+        if match := _PARTICIPANT.match(line):
+            assert not arrows and not notes, "participants come first"
+            participants.append(match.group(1))
+        elif match := _ARROW.match(line):
+            sender, arrow, to, step, label = match.groups()
+            assert {sender, to} <= set(participants), line
+            arrows.append((sender, arrow, to, int(step), label))
+        elif match := _NOTE.match(line):
+            assert {n for n in match.groups()[:2] if n} <= set(participants), line
+            notes.append(match.group(3))
+        else:
+            pytest.fail(f"not a participant, message or note: {line!r}")
+    return participants, arrows, notes
+
+
+def test_the_diagram_draws_each_message_when_it_is_delivered() -> None:
+    participants, arrows, notes = _mermaid_structure(mermaid_diagram(_run(FIGURE1)))
+    assert participants == ["c1", "s1", "s2", "s3"]
+    to_s2 = [(step, label) for sender, _, to, step, label in arrows if (sender, to) == ("s1", "s2")]
+    assert to_s2[-2:] == [(19, "DhtFinishRequest t2 commit"), (21, "DhtFinishRequest t1 commit")]
+    assert ("s1", "->>", "s2", 8, "DhtPrepareRequest t1 p0 (0, 3)") in arrows
+    assert [step for *_, step, _ in arrows] == sorted(step for *_, step, _ in arrows)
+    assert "p0 lwm=0 hwm=0 (3,2)" in notes and "backup reordering: s2 applies t2 before t1" in notes
+
+
+def test_the_diagram_marks_lost_messages_crashes_and_restarts() -> None:
+    _, arrows, notes = _mermaid_structure(mermaid_diagram(_run(NO_TRACKING)))
+    assert ("c1", "-x", "s1", 17, "FinishRequest t1 commit (lost)") in arrows
+    assert "crashed: memory lost, WAL kept" in notes
+    assert "restarted from its WAL: p0 lwm=5 hwm=5" in notes
+
+
+def test_outputs_are_deterministic_and_escaped(tmp_path: Path) -> None:
+    data = _figure1()
+    data["steps"][19]["note"] = "s2 applies t2 first; #2 before #1"
+    result = _run(_write(tmp_path, data))
+    first = write_outputs(result, tmp_path / "a" / "flow.mmd")
+    again = write_outputs(_run(_write(tmp_path, data)), tmp_path / "b" / "flow.mmd")
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in again]
+    assert "Note over c1,s3: s2 applies t2 first#59; #35;2 before #35;1" in first[0].read_text()
+    _mermaid_structure(first[0].read_text())
+    assert sorted(p.name for p in first[0].parent.iterdir()) == ["flow.html", "flow.mmd"]
+
+
+def test_the_timeline_page_renders_in_headless_chromium(tmp_path: Path) -> None:
+    browser = shutil.which("chromium")
+    if browser is None:
+        pytest.fail("chromium is not on PATH: install Debian's chromium ('apt-get install chromium')")
+    _, page = write_outputs(_run(FIGURE1), tmp_path / "figure1.mmd")
+    screenshot = tmp_path / "page.png"
+    common = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1400,1000",
+    ]
+    shot = subprocess.run(
+        [*common, f"--screenshot={screenshot}", page.resolve().as_uri()], capture_output=True, timeout=60
+    )
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    assert screenshot.stat().st_size > 20_000, "a near-empty screenshot"
+    dom = subprocess.run(
+        [*common, "--dump-dom", page.resolve().as_uri()], capture_output=True, text=True, timeout=60
+    ).stdout
+    text = " ".join(re.sub(r"<[^>]+>", " ", dom).split())
+    assert "scenario figure1-backup-reordering: holds" in text
+    assert "BackupCommit(tx=t2, node=s2) backup reordering: s2 applies t2 before t1" in text
+    assert "lwm=0 hwm=0 (3,2)" in text and "in s1-&gt;s2 DhtFinishRequest t2 commit" in text
+    assert "sequenceDiagram" in text
+
+
+# --- docs/twophase.md shows what the code produces --------------------------------------------------------
+
+DOC = Path("docs/twophase.md")
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_the_docs_diagram_is_the_generated_one() -> None:
+    assert _blocks("mermaid") == [mermaid_diagram(_run(FIGURE1))], "paste the new figure 1 diagram"
+
+
+def test_the_docs_example_scenario_holds(tmp_path: Path) -> None:
+    [example] = _blocks("json")
+    path = tmp_path / "example.json"
+    path.write_text(example, encoding="utf-8")
+    result = _run(path)
+    assert result.passed and len(result.checks) == 8
