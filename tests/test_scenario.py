@@ -6,13 +6,12 @@ from __future__ import annotations
 import copy
 import json
 import re
-import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_args
 
 import pytest
+from conftest import headless_chromium
 
 from conformance.cli import main
 from conformance.errors import TidemarkError
@@ -375,32 +374,11 @@ def test_outputs_are_deterministic_and_escaped(tmp_path: Path) -> None:
 
 
 def test_the_timeline_page_renders_in_headless_chromium(tmp_path: Path) -> None:
-    browser = shutil.which("chromium")
-    if browser is None:
-        pytest.fail("chromium is not on PATH: install Debian's chromium ('apt-get install chromium')")
     _, page = write_outputs(_run(FIGURE1), tmp_path / "figure1.mmd")
     screenshot = tmp_path / "page.png"
-    common = [
-        browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--window-size=1400,1000",
-    ]
-    shot = subprocess.run(
-        [*common, f"--screenshot={screenshot}", page.resolve().as_uri()], capture_output=True, timeout=60
-    )
-    assert shot.returncode == 0, shot.stderr[-2000:]
+    headless_chromium(page, tmp_path / "profile", f"--screenshot={screenshot}", window=(1400, 1000))
     assert screenshot.stat().st_size > 20_000, "a near-empty screenshot"
-    dom = subprocess.run(
-        [*common, "--dump-dom", page.resolve().as_uri()], capture_output=True, text=True, timeout=60
-    ).stdout
+    dom = headless_chromium(page, tmp_path / "profile", "--dump-dom", window=(1400, 1000))
     text = " ".join(re.sub(r"<[^>]+>", " ", dom).split())
     assert "scenario figure1-backup-reordering: holds" in text
     assert "BackupCommit(tx=t2, node=s2) backup reordering: s2 applies t2 before t1" in text

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from conftest import headless_chromium
 from PIL import Image
 
 from conformance import cli
@@ -149,31 +149,7 @@ class _Page(HTMLParser):
 
 
 def _chromium(page: Path, profile: Path, *arguments: str) -> str:
-    """Run Debian's headless chromium on the page; its stdout."""
-    browser = shutil.which("chromium")
-    if browser is None:
-        pytest.fail(
-            "chromium is not on PATH: this test renders the report in a real headless browser. "
-            "Install Debian's chromium ('apt-get install chromium'; scripts/bootstrap.sh does so as root)."
-        )
-    command = [
-        browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        f"--window-size={WIDTH},{HEIGHT}",
-        *arguments,
-        page.resolve().as_uri(),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+    return headless_chromium(page, profile, *arguments, window=(WIDTH, HEIGHT))
 
 
 def _render(report: VerifyReport, directory: Path) -> tuple[Image.Image, _Page]:
