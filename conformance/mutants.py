@@ -13,6 +13,7 @@ from typing import ClassVar, TypeVar
 from conformance.errors import TidemarkError
 from impl.cluster import Cluster, Config, TxState
 from impl.counter import PartitionUpdateCounter
+from impl.pme import PmeCluster
 from impl.wal import DataRecord, RollbackRecord
 
 T = TypeVar("T")
@@ -67,6 +68,10 @@ CLUSTER_MUTANTS: dict[str, type[Cluster]] = {
     "primary-rollback-first": PrimaryRollbackFirst,
     "commit-without-wal": CommitWithoutWal,
 }
+
+
+# Mutants of the whole protocol (impl/pme.py): the bug zoo's implementation side.
+PME_MUTANTS: dict[str, type[PmeCluster]] = {}
 
 
 def implementation(

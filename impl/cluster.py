@@ -103,9 +103,12 @@ class Step:
     name: str
     tx: str | None = None
     node: str | None = None
+    part: int | None = None  # rebalancing and eviction steps (spec/PME.tla)
+    peer: str | None = None  # the demander a supplier answers
 
-    def params(self) -> dict[str, str]:
-        return {k: v for k, v in (("tx", self.tx), ("node", self.node)) if v is not None}
+    def params(self) -> dict[str, str | int]:
+        fields = (("tx", self.tx), ("node", self.node), ("part", self.part), ("peer", self.peer))
+        return {k: v for k, v in fields if v is not None}
 
     def __str__(self) -> str:
         return f"{self.name}({', '.join(f'{k}={v}' for k, v in self.params().items())})"
@@ -138,7 +141,11 @@ STEPS: dict[str, tuple[str, ...]] = {
     "Exchange": (),
     "Checkpoint": ("node",),
 }
-METHODS = {name: re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() for name in STEPS}
+
+
+def step_method(name: str) -> str:
+    """The method taking a step: its snake-case name (TxStart -> tx_start)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 @dataclass(frozen=True)
@@ -221,6 +228,8 @@ class Node:
 
 class Cluster:
     """The whole cluster as a value; see the module docstring."""
+
+    STEPS = STEPS  # the steps this cluster takes (a subclass may take others)
 
     __slots__ = ("alive", "config", "near", "network", "nodes", "owners", "ready_ver", "restarted", "top_ver")
 
@@ -322,10 +331,16 @@ class Cluster:
 
     def enabled(self) -> list[Step]:
         """Every step possible now, in STEPS order, then by transaction and node."""
-        candidates = {"tx": sorted(self.config.transactions), "node": list(self.config.servers)}
+        servers = list(self.config.servers)
+        candidates: dict[str, list[Any]] = {
+            "tx": sorted(self.config.transactions),
+            "node": servers,
+            "part": list(range(self.config.partitions)),
+            "peer": servers,
+        }
         steps = []
-        for name, params in STEPS.items():
-            guard = getattr(self, f"_when_{METHODS[name]}")
+        for name, params in self.STEPS.items():
+            guard = getattr(self, f"_when_{step_method(name)}")
             for values in product(*(candidates[p] for p in params)):
                 kwargs = dict(zip(params, values, strict=True))
                 if guard(**kwargs) is not None:
@@ -334,14 +349,14 @@ class Cluster:
 
     def apply(self, step: Step) -> Cluster:
         """Take `step` (see `enabled`); raises StepNotEnabled if it is not possible here."""
-        if step.name not in STEPS or set(step.params()) != set(STEPS[step.name]):
-            raise StepNotEnabled(f"unknown step {step} (steps: {', '.join(STEPS)})")
-        result: Cluster = getattr(self, METHODS[step.name])(**step.params())
+        if step.name not in self.STEPS or set(step.params()) != set(self.STEPS[step.name]):
+            raise StepNotEnabled(f"unknown step {step} (steps: {', '.join(self.STEPS)})")
+        result: Cluster = getattr(self, step_method(step.name))(**step.params())
         return result
 
     # --- helpers -----------------------------------------------------------------------------------------
 
-    def _require(self, context: Any, step: str, **params: str) -> Any:
+    def _require(self, context: Any, step: str, **params: Any) -> Any:
         if context is None:
             raise StepNotEnabled(f"{Step(step, **params)} is not enabled")
         return context
@@ -492,13 +507,15 @@ class Cluster:
 
     def _when_tx_rollback(self, tx: str) -> object | None:
         near = self.near[tx]
-        if near.state is NearState.LOCKING and near.primary not in self.alive:
+        lost = near.primary not in self.alive or not any(m.tx == tx for m in self.network)
+        if near.state is NearState.LOCKING and lost:
             return near
         return self._prepare_response(tx)
 
     def tx_rollback(self, tx: str) -> Cluster:
         """Roll back: after PREPARED (a timeout, or the application), or when the lock request was lost
-        with its primary (the lock future fails on node left; its lock messages are cancelled)."""
+        with its primary (the lock future fails on node left; its lock messages are cancelled; a restarted
+        primary is a new node that never saw the request)."""
         self._require(self._when_tx_rollback(tx), "TxRollback", tx=tx)
         if self.near[tx].state is NearState.PREPARING:
             return self._decide(tx, commit=False)
@@ -785,10 +802,13 @@ def parse_step(text: str) -> Step:
     match = _STEP_TEXT.match(text)
     if match is None:
         raise StepNotEnabled(f"not a step: {text!r} (expected Name or Name(param=value, ...))")
-    params: dict[str, str] = {}
+    params: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in (match.group(2) or "").split(","))):
         key, sep, value = part.partition("=")
-        if not sep or key.strip() not in ("tx", "node"):
-            raise StepNotEnabled(f"bad parameter {part!r} in {text!r} (expected tx=... or node=...)")
-        params[key.strip()] = value.strip()
+        name, value = key.strip(), value.strip()
+        if not sep or name not in ("tx", "node", "part", "peer") or (name == "part" and not value.isdigit()):
+            raise StepNotEnabled(
+                f"bad parameter {part!r} in {text!r} (expected tx=..., node=..., part=<number> or peer=...)"
+            )
+        params[name] = int(value) if name == "part" else value
     return Step(match.group(1), **params)

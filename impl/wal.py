@@ -44,12 +44,22 @@ class RollbackRecord:
     delta: int
 
 
+@dataclass(frozen=True, order=True, slots=True)
+class RebalancedRecord:
+    """Counters 1..lwm of a partition are durable here: a rebalanced copy became OWNING (Ignite
+    checkpoints a rebalanced partition before owning it; the record stands for that checkpoint)."""
+
+    part: int
+    lwm: int
+
+
 @dataclass(frozen=True, slots=True)
 class CheckpointRecord:
     """The marker of a checkpoint: recovery replays only the records after the last one."""
 
 
-WalRecord: TypeAlias = DataRecord | RollbackRecord | CheckpointRecord
+WalRecord: TypeAlias = DataRecord | RollbackRecord | RebalancedRecord | CheckpointRecord
+LoggedRecord: TypeAlias = DataRecord | RollbackRecord | RebalancedRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,25 +92,41 @@ class Disk:
     def restore(
         self, parts: Iterable[int], partition_of: Callable[[int], int]
     ) -> tuple[dict[int, PartitionUpdateCounter], dict[int, Entry]]:
-        """Counters (for `parts`) and data rebuilt from the last checkpoint and the WAL after its marker."""
-        if self.pages is None:
-            counters = {part: PartitionUpdateCounter() for part in parts}
-            data: dict[int, Entry] = {}
-        else:
-            counters = {part: PartitionUpdateCounter.from_bytes(*self.pages.counters[part]) for part in parts}
-            data = dict(self.pages.data)
+        """Counters and data of partitions `parts` rebuilt from the last checkpoint and the WAL after its
+        marker (records of other partitions - evicted copies - are skipped)."""
+        pages = self.pages or Pages({}, {})
+        counters = {
+            part: PartitionUpdateCounter.from_bytes(*pages.counters[part])
+            if part in pages.counters
+            else PartitionUpdateCounter()
+            for part in parts
+        }
+        data = {k: e for k, e in pages.data.items() if partition_of(k) in counters}
         for record in self.wal[self.replay_from :]:
-            if isinstance(record, DataRecord):
+            if isinstance(record, DataRecord) and partition_of(record.key) in counters:
                 counters[partition_of(record.key)].update(record.cntr - 1, 1)
-                data[record.key] = Entry(record.tx, record.cntr)
-            elif isinstance(record, RollbackRecord):
+                if record.key not in data or data[record.key].cntr < record.cntr:
+                    data[record.key] = Entry(record.tx, record.cntr)
+            elif isinstance(record, RollbackRecord) and record.part in counters:
                 counters[record.part].update(record.start, record.delta)
+            elif isinstance(record, RebalancedRecord) and record.part in counters:
+                _cover(counters[record.part], record.lwm)
         # As on partition init from disk: HWM = highest applied; the next exchange is the first.
         restored = {
             part: PartitionUpdateCounter.from_bytes(c.lwm, c.to_bytes()) for part, c in counters.items()
         }
         return restored, data
 
-    def records(self) -> list[DataRecord | RollbackRecord]:
-        """The data and rollback records, in WAL order (checkpoint markers left out)."""
+    def records(self) -> list[LoggedRecord]:
+        """The data, rollback and rebalanced records, in WAL order (checkpoint markers left out)."""
         return [r for r in self.wal if not isinstance(r, CheckpointRecord)]
+
+
+def _cover(counter: PartitionUpdateCounter, upto: int) -> None:
+    """Apply the counters up to `upto` the counter lacks (a rebalanced record)."""
+    covered = set(range(1, counter.lwm + 1))
+    for start, delta in counter.items:
+        covered.update(range(start + 1, start + delta + 1))
+    missing = [c for c in range(counter.lwm + 1, upto + 1) if c not in covered]
+    for c in missing:
+        counter.update(c - 1, 1)

@@ -70,7 +70,7 @@ CONSTANTS
     MaxFailures   \* server crashes allowed, e.g. 1
 
 ASSUME /\ ServerCount \in Nat \ {0} /\ Backups \in Nat /\ Backups < ServerCount
-       /\ Partitions \in Nat \ {0} /\ MaxFailures \in 0..Backups
+       /\ Partitions \in Nat \ {0} /\ MaxFailures \in Nat
        /\ \A ks \in TxKeys : ks # {} /\ ks \subseteq Nat \ {0}
 
 Min(S) == CHOOSE x \in S : \A y \in S : x <= y
@@ -113,6 +113,7 @@ vars == <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, 
 Ctr == INSTANCE UpdateCounter WITH Copies <- {"c"}, Primary <- "c", MaxCounter <- 0, Deltas <- {1},
                                    pending <- <<>>, done <- <<>>, committed <- {}, rolledBack <- {},
                                    rejoined <- {}
+Fin == INSTANCE GapFinalization
 
 -----------------------------------------------------------------------------
 (* Helpers                                                                  *)
@@ -221,6 +222,7 @@ Init ==
 \* Mapping waits while an exchange is pending.
 TxStart(t) ==
     /\ near[t].state = "idle"
+    /\ owners # <<>>
     /\ topVer = readyVer
     /\ near' = [near EXCEPT ![t] = [state |-> "locking", ver |-> readyVer, primary |-> owners[1]]]
     /\ Send({[type |-> "LockRequest", tx |-> t, to |-> owners[1], ver |-> readyVer]})
@@ -230,6 +232,7 @@ TxStart(t) ==
 \* Remap: the primary answered with a newer ready version; map again on it and retry the lock.
 TxRemap(t) ==
     /\ near[t].state = "locking"
+    /\ owners # <<>>
     /\ topVer = readyVer
     /\ \E m \in msgs :
         /\ m.type = "LockResponse" /\ m.tx = t /\ m.ver # near[t].ver
@@ -261,13 +264,14 @@ TxCommit(t) ==
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, txs, counter, data, wal>>
 
 \* Rollback by the near node: after PREPARED (a timeout, or the application), or when the lock request
-\* was lost with its primary (the lock future fails on node left; its lock messages are cancelled).
+\* was lost with its primary (the lock future fails on node left; its lock messages are cancelled; a
+\* restarted primary is a new node that never saw the request).
 TxRollback(t) ==
     /\ \/ /\ near[t].state = "preparing"
           /\ PrepareResponse(t) \in msgs
           /\ Reply(PrepareResponse(t), {FinishRequest(t, FALSE)})
        \/ /\ near[t].state = "locking"
-          /\ near[t].primary \notin alive
+          /\ near[t].primary \notin alive \/ \A m \in msgs : m.tx # t
           /\ msgs' = {m \in msgs : m.tx # t}
     /\ near' = [near EXCEPT ![t].state = "rolledBack"]
     /\ action' = [name |-> "TxRollback", tx |-> t]
@@ -459,16 +463,13 @@ Exchange ==
     /\ \A n \in alive, t \in Txs : ~HasActive(n, t)
     /\ \A t \in Txs : ~RecoveryDue(t)
     /\ LET survivors == Range(owners) \cap alive
-           final == [n \in survivors |-> [p \in Parts |-> Ctr!Finalize(counter[n][p])]]
+           final == [n \in survivors |-> [p \in Parts |-> Fin!Finalized(counter[n][p])]]
            maxLwm == [p \in Parts |-> Max({final[n][p].lwm : n \in survivors})]
-           holes(n, p) == Ctr!Runs((1..Ctr!HighestApplied(counter[n][p])) \ Ctr!Covered(counter[n][p]))
        IN /\ counter' = [n \in Servers |-> IF n \in survivors
                            THEN [p \in Parts |-> Ctr!UpdateLwm(final[n][p], maxLwm[p])]
                            ELSE counter[n]]
           /\ wal' = [n \in Servers |-> IF n \in survivors
-                       THEN wal[n] \cup UNION {{[type |-> "rollback", part |-> p, start |-> holes(n, p)[i][1],
-                                                 delta |-> holes(n, p)[i][2]] : i \in 1..Len(holes(n, p))} :
-                                               p \in Parts}
+                       THEN wal[n] \cup UNION {Fin!GapRecords(p, counter[n][p]) : p \in Parts}
                        ELSE wal[n]]
           /\ owners' = SelectSeq(owners, LAMBDA o : o \in alive)
     /\ readyVer' = topVer

@@ -20,6 +20,7 @@ State = dict[str, Value]
 MAPPINGS = {
     "UpdateCounter": "conformance.mappings.counter",
     "TxCounters": "conformance.mappings.tx_counters",
+    "PME": "conformance.mappings.pme",
 }
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from conformance.errors import TidemarkError
 from conformance.mappings import ReplayError, State
@@ -37,7 +37,7 @@ from impl.cluster import (
 )
 from impl.counter import PartitionUpdateCounter
 from impl.messages import MESSAGE_TYPES, Message, Version
-from impl.wal import DataRecord, Disk, Entry, RollbackRecord
+from impl.wal import DataRecord, Disk, Entry, LoggedRecord, RebalancedRecord, RollbackRecord
 
 DONE = Record(name="Done")
 # Cluster steps that are no spec action: the spec stutters on them.
@@ -130,15 +130,18 @@ def step_value(step: Step) -> Record:
     return Record(name=step.name, **step.params())
 
 
-def _record_value(record: DataRecord | RollbackRecord) -> Record:
+def _record_value(record: LoggedRecord) -> Record:
     if isinstance(record, DataRecord):
         return Record(type="data", key=record.key, tx=record.tx, cntr=record.cntr)
+    if isinstance(record, RebalancedRecord):
+        return Record(type="rebalanced", part=record.part, lwm=record.lwm)
     return Record(type="rollback", part=record.part, start=record.start, delta=record.delta)
 
 
-def _wal_of(value: Value) -> tuple[DataRecord | RollbackRecord, ...]:
-    """WAL records in a canonical order: a key's writes by counter, so replay keeps the last one."""
-    records: list[DataRecord | RollbackRecord] = []
+def _wal_of(value: Value) -> tuple[LoggedRecord, ...]:
+    """WAL records in a canonical order: data by key and counter, then rollback and rebalanced records
+    (restoring from them gives the same counters and data in any order)."""
+    records: list[LoggedRecord] = []
     for r in _set(value):
         kind = _field(r, "type")
         if kind == "data":
@@ -147,9 +150,11 @@ def _wal_of(value: Value) -> tuple[DataRecord | RollbackRecord, ...]:
             records.append(
                 RollbackRecord(_int(_field(r, "part")), _int(_field(r, "start")), _int(_field(r, "delta")))
             )
+        elif kind == "rebalanced":
+            records.append(RebalancedRecord(_int(_field(r, "part")), _int(_field(r, "lwm"))))
         else:
             raise ReplayError(f"unknown WAL record type {kind!r}")
-    return tuple(sorted(records, key=lambda r: (isinstance(r, RollbackRecord), repr(r))))
+    return tuple(sorted(records, key=lambda r: (type(r).__name__ != "DataRecord", repr(r))))
 
 
 class TxCountersMapping:
@@ -164,32 +169,43 @@ class TxCountersMapping:
             self.max_failures = _int(constants["MaxFailures"])
         except (KeyError, ReplayError) as error:
             raise TidemarkError(
-                f"model constants do not fit TxCounters: {error}",
-                source="TxCounters model",
+                f"model constants do not fit {self.spec}: {error}",
+                source=f"{self.spec} model",
                 expected="ServerCount, Backups, Partitions, TxKeys (a set of sets of keys), MaxFailures",
             ) from error
         names = [f"s{i}" for i in range(1, servers + 1)]
         owners = tuple(names[: backups + 1])
         try:
-            self.config = Config(
+            self.config = self.make_config(
+                constants,
                 servers=tuple(names),
                 owners={p: owners for p in range(partitions)},
                 transactions={f"t{i}": ks for i, ks in enumerate(sorted(key_sets, key=min), start=1)},
             )
-        except ValueError as error:
-            raise TidemarkError(str(error), source="TxCounters model", expected="a valid cluster") from error
+        except (ValueError, ReplayError) as error:
+            raise TidemarkError(
+                str(error), source=f"{self.spec} model", expected="a valid cluster"
+            ) from error
         keys = set().union(*key_sets)
         if any(self.config.partition(k) != k % partitions for k in keys):
             raise TidemarkError(
                 "the spec's k % Partitions differs from Ignite's partition for some key",
-                source="TxCounters model",
+                source=f"{self.spec} model",
                 expected="small non-negative keys",
             )
         self.cluster_class = cluster_class
 
+    def make_config(self, constants: Mapping[str, Value], **fields: Any) -> Config:
+        """The cluster's Config from the model's servers, owners and transactions."""
+        return Config(**fields)
+
     # --- spec state <-> implementation -------------------------------------------------------------
 
     def concretize(self, state: State) -> TxReplay:
+        return TxReplay(self.cluster_class(self.config, **self.cluster_fields(state)), state["action"])
+
+    def cluster_fields(self, state: State) -> dict[str, Any]:
+        """The Cluster constructor's keyword arguments for a spec state."""
         owners = tuple(_str(o) for o in cast(tuple[str, ...], state["owners"]))
         near = {
             _str(tx): NearTx(
@@ -218,18 +234,16 @@ class TxCountersMapping:
                 for k, e in _pairs(per_node["data"][n])
             }
             nodes[n] = Node(txs, counters, data, Disk(_wal_of(per_node["wal"][n])))
-        cluster = self.cluster_class(
-            self.config,
-            alive=frozenset(_str(n) for n in _set(state["alive"])),
-            restarted=frozenset(_str(n) for n in _set(state["restarted"])),
-            top_ver=_version(state["topVer"]),
-            ready_ver=_version(state["readyVer"]),
-            owners={p: owners for p in range(self.config.partitions)},
-            near=near,
-            nodes=nodes,
-            network=frozenset(message_of(m) for m in _set(state["msgs"])),
-        )
-        return TxReplay(cluster, state["action"])
+        return {
+            "alive": frozenset(_str(n) for n in _set(state["alive"])),
+            "restarted": frozenset(_str(n) for n in _set(state["restarted"])),
+            "top_ver": _version(state["topVer"]),
+            "ready_ver": _version(state["readyVer"]),
+            "owners": {p: owners for p in range(self.config.partitions)},
+            "near": near,
+            "nodes": nodes,
+            "network": frozenset(message_of(m) for m in _set(state["msgs"])),
+        }
 
     def abstract(self, impl: TxReplay) -> State:
         c = impl.cluster
@@ -292,14 +306,13 @@ class TxCountersMapping:
     def _may_fail(self, cluster: Cluster) -> bool:
         return len(self.config.servers) - len(cluster.alive) < self.max_failures
 
+    def _allowed(self, step: Step, cluster: Cluster) -> bool:
+        """The model's bounds on top of the cluster's guards (MaxFailures hides NodeFail)."""
+        return step.name not in STUTTERING and (step.name != "NodeFail" or self._may_fail(cluster))
+
     def enabled(self, impl: TxReplay) -> set[Value]:
         cluster = impl.cluster
-        may_fail = self._may_fail(cluster)
-        actions: set[Value] = {
-            step_value(step)
-            for step in cluster.enabled()
-            if step.name not in STUTTERING and (step.name != "NodeFail" or may_fail)
-        }
+        actions: set[Value] = {step_value(s) for s in cluster.enabled() if self._allowed(s, cluster)}
         if self._done(cluster):
             actions.add(DONE)
         return actions
@@ -313,9 +326,11 @@ class TxCountersMapping:
         if name in STUTTERING:
             raise ReplayError(f"{name} is not a spec action")
         record = cast(Record, action)
-        params = {p: _str(record[p]) for p in ("tx", "node") if p in record}
+        params: dict[str, str | int] = {p: _str(record[p]) for p in ("tx", "node", "peer") if p in record}
+        if "part" in record:
+            params["part"] = _int(record["part"])
         try:
-            return TxReplay(impl.cluster.apply(Step(name, **params)), action)
+            return TxReplay(impl.cluster.apply(Step(name, **params)), action)  # type: ignore[arg-type]
         except StepNotEnabled as error:
             raise ReplayError(str(error)) from error
 

@@ -1,0 +1,191 @@
+"""Mapping for spec/PME.tla <-> impl/pme.py.
+
+The 2PC part (alive, restarted, versions, owners, near, txs, counter, data, wal, msgs) maps as in
+conformance/mappings/tx_counters.py; the exchange and rebalancing variables map one to one onto
+PmeCluster's fields: state (copy states and initial counters), baseline, lost, pending (event kinds),
+singles (the coordinator's single messages), rebal (Demand and Supply messages) and crashes.
+
+Spec-level rules kept here: MaxFailures bounds NodeFail (the spec counts crashes), BaselineAutoAdjust
+allows BaselineChange, and Done is the spec's terminal step once nothing is in flight. The cluster's
+Checkpoint is a stuttering step of the spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from conformance.errors import TidemarkError
+from conformance.mappings import ReplayError, State
+from conformance.mappings.tx_counters import (
+    TxCountersMapping,
+    TxReplay,
+    _field,
+    _int,
+    _pairs,
+    _set,
+    _str,
+)
+from conformance.mutants import PME_MUTANTS, implementation
+from conformance.tlc.values import Record, Value, make_function
+from impl.cluster import Cluster, Config, NearState, Step
+from impl.pme import (
+    Copy,
+    Demand,
+    Event,
+    Mode,
+    PartInfo,
+    PartState,
+    PmeCluster,
+    PmeConfig,
+    SuppliedEntry,
+    Supply,
+)
+
+
+def _bool(value: Value) -> bool:
+    if not isinstance(value, bool):
+        raise ReplayError(f"expected a boolean, got {value!r}")
+    return value
+
+
+def _demand_or_supply(value: Value) -> Demand | Supply:
+    record = cast(Record, value)
+    kind = _str(_field(record, "type"))
+    common: dict[str, Any] = {
+        "part": _int(_field(record, "part")),
+        "sender": _str(_field(record, "sender")),
+        "to": _str(_field(record, "to")),
+        "mode": Mode(_str(_field(record, "mode"))),
+    }
+    if kind == "Demand":
+        return Demand(**common, after=_int(_field(record, "after")), upto=_int(_field(record, "upto")))
+    if kind == "Supply":
+        entries = frozenset(
+            SuppliedEntry(_int(_field(e, "key")), _str(_field(e, "tx")), _int(_field(e, "cntr")))
+            for e in _set(_field(record, "entries"))
+        )
+        return Supply(
+            **common,
+            entries=entries,
+            last=_bool(_field(record, "last")),
+            upto=_int(_field(record, "upto")),
+            after=_int(_field(record, "after")),
+        )
+    raise ReplayError(f"unknown rebalancing message type {kind!r}")
+
+
+def _rebal_value(m: Demand | Supply) -> Record:
+    common: dict[str, Value] = {
+        "part": m.part,
+        "sender": m.sender,
+        "to": m.to,
+        "mode": m.mode.value,
+        "after": m.after,
+    }
+    if isinstance(m, Demand):
+        return Record(type="Demand", upto=m.upto, **common)
+    entries = frozenset(Record(key=e.key, tx=e.tx, cntr=e.cntr) for e in m.entries)
+    return Record(type="Supply", entries=entries, last=m.last, upto=m.upto, **common)
+
+
+class PmeMapping(TxCountersMapping):
+    spec = "PME"
+
+    def __init__(self, constants: Mapping[str, Value], cluster_class: type[Cluster]) -> None:
+        super().__init__(constants, cluster_class)
+        try:
+            self.auto_adjust = _bool(constants["BaselineAutoAdjust"])
+        except (KeyError, ReplayError) as error:
+            raise TidemarkError(
+                f"model constants do not fit PME: {error}",
+                source="PME model",
+                expected="BaselineAutoAdjust (TRUE or FALSE), WalRebalanceThreshold, BatchSize",
+            ) from error
+
+    def make_config(self, constants: Mapping[str, Value], **fields: Any) -> Config:
+        try:
+            threshold = _int(constants["WalRebalanceThreshold"])
+            batch = _int(constants["BatchSize"])
+        except KeyError as error:
+            raise ReplayError(f"missing constant {error}") from error
+        return PmeConfig(**fields, wal_rebalance_threshold=threshold, batch_size=batch)
+
+    # --- spec state <-> implementation -------------------------------------------------------------
+
+    def concretize(self, state: State) -> TxReplay:
+        states = {
+            _str(n): {
+                _int(p): Copy(PartState(_str(_field(c, "state"))), _int(_field(c, "init")))
+                for p, c in _pairs(copies)
+            }
+            for n, copies in _pairs(state["state"])
+        }
+        singles = {
+            _str(n): {
+                _int(p): PartInfo(
+                    _int(_field(i, "lwm")), PartState(_str(_field(i, "state"))), _int(_field(i, "hist"))
+                )
+                for p, i in _pairs(parts)
+            }
+            for n, parts in _pairs(state["singles"])
+        }
+        pme_class = cast(type[PmeCluster], self.cluster_class)
+        cluster = pme_class(
+            cast(PmeConfig, self.config),
+            **self.cluster_fields(state),
+            states=states,
+            baseline=frozenset(_str(n) for n in _set(state["baseline"])),
+            lost=frozenset(_int(p) for p in _set(state["lost"])),
+            pending=frozenset(Event(_str(e)) for e in _set(state["pending"])),
+            singles=singles,
+            rebal=frozenset(_demand_or_supply(m) for m in _set(state["rebal"])),
+            crashes=_int(state["crashes"]),
+        )
+        return TxReplay(cluster, state["action"])
+
+    def abstract(self, impl: TxReplay) -> State:
+        c = cast(PmeCluster, impl.cluster)
+        return {
+            **super().abstract(impl),
+            "state": make_function(
+                {
+                    n: make_function(
+                        {p: Record(state=cp.state.value, init=cp.init) for p, cp in copies.items()}
+                    )
+                    for n, copies in c.states.items()
+                }
+            ),
+            "baseline": frozenset(c.baseline),
+            "lost": frozenset(c.lost),
+            "pending": frozenset(e.value for e in c.pending),
+            "singles": make_function(
+                {
+                    n: make_function(
+                        {p: Record(lwm=i.lwm, state=i.state.value, hist=i.hist) for p, i in parts.items()}
+                    )
+                    for n, parts in c.singles.items()
+                }
+            ),
+            "rebal": frozenset(map(_rebal_value, c.rebal)),
+            "crashes": c.crashes,
+        }
+
+    # --- steps ---------------------------------------------------------------------------------------
+
+    def _done(self, cluster: Cluster) -> bool:
+        """The spec's Done: nothing in flight, and every transaction finished or unable to start."""
+        pme = cast(PmeCluster, cluster)
+        return pme.quiet and all(
+            t.state is not NearState.IDLE or not pme.writable(tx) for tx, t in pme.near.items()
+        )
+
+    def _may_fail(self, cluster: Cluster) -> bool:
+        return cast(PmeCluster, cluster).crashes < self.max_failures
+
+    def _allowed(self, step: Step, cluster: Cluster) -> bool:
+        return super()._allowed(step, cluster) and (step.name != "BaselineChange" or self.auto_adjust)
+
+
+def build(constants: Mapping[str, Value], mutant: str | None = None) -> PmeMapping:
+    return PmeMapping(constants, implementation("PME", PME_MUTANTS, PmeCluster, mutant))

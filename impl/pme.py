@@ -1,0 +1,604 @@
+"""The whole partition-consistency protocol: transactions, topology changes, PME and rebalancing.
+
+`PmeCluster` extends `impl.cluster.Cluster` (2PC counter assignment) with what spec/PME.tla adds:
+
+- topology events: NodeFail (memory lost, disk and partition states kept), Restart (copies rebuilt from
+  the disk, not yet in the topology), Join (back in the topology), BaselineChange (the baseline becomes
+  the live servers). The affinity is computed over the baseline: a partition's owners are its first
+  Backups+1 servers in the configured order (the rendezvous order, given here);
+- the exchange (PME) per topology version: SendSingle(node) once no server holds a transaction of the
+  old version (partition release and the exchange latch), with gap finalization after a server left;
+  FullMessage(coordinator): the maximum LWM among OWNING copies, demotion of lagging copies on join and
+  baseline change, MOVING copies on new owners, RENTING copies off the assignment, LOST partitions,
+  suppliers (historical from the WAL, or full), update(max) everywhere and the new owner list at once;
+- rebalancing: Supply(node, part, peer) answers a demand with a batch, Rebalance(node, part) applies it
+  (the last batch makes the copy OWNING), Evict(node, part) drops a RENTING copy;
+- `idle_verify`, the operator's consistency check.
+
+Every partition shares one owner list (as in the 2PC slice): servers whose copies are all OWNING come
+first. The spec's module comment lists the simplifications; step names and fields are the spec's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from impl.cluster import ACTIVE, STEPS, Cluster, Config, NearTx, Node
+from impl.counter import PartitionUpdateCounter
+from impl.messages import LockResponse, Message, Version, receiver
+from impl.wal import DataRecord, Disk, Entry, RebalancedRecord, RollbackRecord
+
+
+class PartState(StrEnum):
+    """A copy's state (Ignite's GridDhtPartitionState; EVICTED is no copy, LOST a partition-wide mark)."""
+
+    OWNING = "OWNING"
+    MOVING = "MOVING"
+    RENTING = "RENTING"
+
+
+class Event(StrEnum):
+    """The kinds of topology events an exchange handles."""
+
+    LEFT = "left"
+    JOINED = "joined"
+    BASELINE = "baseline"
+
+
+class Mode(StrEnum):
+    """How a MOVING copy is rebalanced."""
+
+    HISTORICAL = "historical"  # the supplier's WAL records after the demander's counter
+    FULL = "full"  # every entry the supplier has
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """A copy's persisted state and, while MOVING, its initial counter (where rebalancing starts)."""
+
+    state: PartState
+    init: int = 0
+
+
+OWNING = Copy(PartState.OWNING)
+
+
+@dataclass(frozen=True, slots=True)
+class PartInfo:
+    """A copy in a single message: its LWM, state, and how far back its WAL can supply."""
+
+    lwm: int
+    state: PartState
+    hist: int
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class SuppliedEntry:
+    """An entry in a supply message."""
+
+    key: int
+    tx: str
+    cntr: int
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """Demander -> supplier: the next batch of `part` after `after` (a counter, or a key in full mode)."""
+
+    part: int
+    sender: str
+    to: str
+    mode: Mode
+    after: int
+    upto: int  # the maximum LWM of the exchange
+
+
+@dataclass(frozen=True, slots=True)
+class Supply:
+    """Supplier -> demander: a batch of entries; `last` ends the rebalancing of `part`."""
+
+    part: int
+    sender: str
+    to: str
+    mode: Mode
+    entries: frozenset[SuppliedEntry]
+    last: bool
+    upto: int
+    after: int
+
+
+RebalanceMessage = Demand | Supply
+
+
+@dataclass(frozen=True)
+class PmeConfig(Config):
+    """The cluster's inputs plus the rebalancing knobs (spec/PME.tla's constants)."""
+
+    wal_rebalance_threshold: int = 0  # historical rebalance only for partitions with this many entries
+    batch_size: int = 1  # entries per supply message
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        lists = set(self.owners.values())
+        if len(lists) != 1:
+            raise ValueError(f"every partition must have the same owner list, got {sorted(lists)}")
+        if self.batch_size < 1 or self.wal_rebalance_threshold < 0:
+            raise ValueError("batch_size must be >= 1 and wal_rebalance_threshold >= 0")
+
+    @property
+    def backups(self) -> int:
+        return len(self.owners[0]) - 1
+
+
+PME_STEPS: dict[str, tuple[str, ...]] = {
+    **{name: params for name, params in STEPS.items() if name not in ("NodeFail", "Restart", "Exchange")},
+    "NodeFail": ("node",),
+    "Restart": ("node",),
+    "Join": ("node",),
+    "BaselineChange": (),
+    "SendSingle": ("node",),
+    "FullMessage": ("node",),
+    "Supply": ("node", "part", "peer"),
+    "Rebalance": ("node", "part"),
+    "Evict": ("node", "part"),
+}
+
+
+@dataclass(frozen=True)
+class IdleVerifyResult:
+    """idle_verify's report: per partition, OWNING copies that disagree, and copies it skipped."""
+
+    counter_conflicts: Mapping[int, Mapping[str, tuple[int, tuple[tuple[int, int], ...]]]]
+    hash_conflicts: Mapping[int, Mapping[str, str]]
+    skipped: Mapping[int, Mapping[str, str]]  # partition -> node -> MOVING / RENTING / LOST
+    lost: frozenset[int]
+
+    @property
+    def clean(self) -> bool:
+        return not self.counter_conflicts and not self.hash_conflicts
+
+
+class PmeCluster(Cluster):
+    """The cluster with topology changes, exchanges and rebalancing; see the module docstring."""
+
+    STEPS = PME_STEPS
+    EXTRA = ("states", "baseline", "lost", "pending", "singles", "rebal", "crashes")
+
+    __slots__ = EXTRA
+    config: PmeConfig
+
+    def __init__(
+        self,
+        config: PmeConfig,
+        *,
+        states: dict[str, dict[int, Copy]],
+        baseline: frozenset[str],
+        lost: frozenset[int],
+        pending: frozenset[Event],
+        singles: dict[str, dict[int, PartInfo]],
+        rebal: frozenset[RebalanceMessage],
+        crashes: int,
+        **tx_state: Any,
+    ) -> None:
+        super().__init__(config, **tx_state)
+        self.states = states  # per server, its copies (persisted: they survive a crash)
+        self.baseline = baseline
+        self.lost = lost  # LOST partitions
+        self.pending = pending  # kinds of topology events since ready_ver
+        self.singles = singles  # the coordinator's single messages for top_ver
+        self.rebal = rebal  # demand and supply messages in flight
+        self.crashes = crashes
+
+    @classmethod
+    def initial(cls, config: Config) -> PmeCluster:
+        if not isinstance(config, PmeConfig):
+            raise TypeError("PmeCluster needs a PmeConfig")
+        base = Cluster.initial(config)
+        return cls(
+            config,
+            states={n: {p: OWNING for p in config.owned(n)} for n in config.servers},
+            baseline=frozenset(config.servers),
+            lost=frozenset(),
+            pending=frozenset(),
+            singles={},
+            rebal=frozenset(),
+            crashes=0,
+            **{f: getattr(base, f) for f in Cluster.__slots__ if f != "config"},
+        )
+
+    def copy(self) -> PmeCluster:
+        clone = super().copy()
+        assert isinstance(clone, PmeCluster)
+        clone.states = {n: dict(copies) for n, copies in self.states.items()}
+        clone.baseline = self.baseline
+        clone.lost = self.lost
+        clone.pending = self.pending
+        clone.singles = dict(self.singles)
+        clone.rebal = self.rebal
+        clone.crashes = self.crashes
+        return clone
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PmeCluster):
+            return NotImplemented
+        return super().__eq__(other) and all(getattr(self, f) == getattr(other, f) for f in self.EXTRA)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        extra = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.EXTRA)
+        return f"{super().__repr__()[:-1]}, {extra})"
+
+    # --- observations ------------------------------------------------------------------------------------
+
+    def state_of(self, node: str, part: int) -> str:
+        """The copy's state, or "EVICTED" when the server has no copy."""
+        copy = self.states[node].get(part)
+        return copy.state.value if copy else "EVICTED"
+
+    def ideal_owners(self, baseline: Iterable[str] | None = None) -> tuple[str, ...]:
+        """The affinity over the baseline: its first Backups+1 servers in the configured order."""
+        members = set(self.baseline if baseline is None else baseline)
+        return tuple(n for n in self.config.servers if n in members)[: self.config.backups + 1]
+
+    def writable(self, tx: str) -> bool:
+        """Writes to a LOST partition fail (READ_WRITE_SAFE, READ_ONLY_SAFE): the tx cannot start."""
+        return not {self.config.partition(k) for k in self.config.transactions[tx]} & self.lost
+
+    @property
+    def coordinator(self) -> str:
+        """The oldest live server."""
+        return next(n for n in self.config.servers if n in self.alive)
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing in flight: transactions, exchange, rebalancing and evictions done (MOVING copies of a
+        LOST partition have no supplier and wait for the operator)."""
+        return (
+            super().quiet
+            and not self.rebal
+            and all(
+                c.state is PartState.OWNING or (c.state is PartState.MOVING and p in self.lost)
+                for n in self.alive
+                for p, c in self.states[n].items()
+            )
+        )
+
+    # --- transactions on writable partitions -------------------------------------------------------------
+
+    def _when_tx_start(self, tx: str) -> NearTx | None:
+        return super()._when_tx_start(tx) if self.writable(tx) else None
+
+    def _when_tx_remap(self, tx: str) -> Message | None:
+        return super()._when_tx_remap(tx) if self.writable(tx) else None
+
+    # --- topology events ---------------------------------------------------------------------------------
+
+    def _new_version(self, version: Version, event: Event) -> None:
+        """A topology event: the exchange's messages and rebalancing of the old version are cancelled."""
+        self.top_ver = version
+        self.pending = self.pending | {event}
+        self.singles = {}
+        self.rebal = frozenset()
+
+    def _when_node_fail(self, node: str) -> bool | None:
+        return True if node in self.alive else None
+
+    def node_fail(self, node: str) -> PmeCluster:
+        """A server crashes: memory lost, disk and partition states kept, messages to it lost; the near node
+        fails the lock futures mapped to it. The next exchange finalizes counters (a server left)."""
+        self._require(self._when_node_fail(node), "NodeFail", node=node)
+        c = self.copy()
+        c.alive = self.alive - {node}
+        c.nodes[node] = Node({}, {}, {}, self.nodes[node].disk)
+        c.network = frozenset(
+            m
+            for m in self.network
+            if receiver(m) != node and not (type(m) is LockResponse and m.sender == node)
+        )
+        c.crashes = self.crashes + 1
+        c._new_version(Version(self.top_ver.major + 1, 0), Event.LEFT)
+        return c
+
+    def _when_restart(self, node: str) -> bool | None:
+        return True if node not in self.alive | self.restarted else None
+
+    def restart(self, node: str) -> PmeCluster:
+        """A crashed server starts again: OWNING and RENTING copies rebuilt from the disk, MOVING copies from
+        their initial counter. It is not in the topology until it joins."""
+        self._require(self._when_restart(node), "Restart", node=node)
+        c = self.copy()
+        disk = self.nodes[node].disk
+        copies = self.states[node]
+        counters, data = disk.restore(sorted(copies), self.config.partition)
+        for part, copy in copies.items():
+            if copy.state is PartState.MOVING:
+                counters[part] = PartitionUpdateCounter(copy.init, copy.init, first=True)
+        c.nodes[node] = Node({}, counters, data, disk)
+        c.restarted = self.restarted | {node}
+        return c
+
+    def _when_join(self, node: str) -> bool | None:
+        return True if node in self.restarted and self.top_ver == self.ready_ver else None
+
+    def join(self, node: str) -> PmeCluster:
+        """The restarted server joins (once the previous exchange completed): the exchange demotes it if it
+        lags."""
+        self._require(self._when_join(node), "Join", node=node)
+        c = self.copy()
+        c.alive = self.alive | {node}
+        c.restarted = self.restarted - {node}
+        c._new_version(Version(self.top_ver.major + 1, 0), Event.JOINED)
+        return c
+
+    def _when_baseline_change(self) -> bool | None:
+        return True if self.baseline != self.alive else None
+
+    def baseline_change(self) -> PmeCluster:
+        """The operator sets the baseline to the live servers (a minor version): partitions move."""
+        self._require(self._when_baseline_change(), "BaselineChange")
+        c = self.copy()
+        c.baseline = self.alive
+        c._new_version(Version(self.top_ver.major, self.top_ver.minor + 1), Event.BASELINE)
+        return c
+
+    # --- the exchange --------------------------------------------------------------------------------------
+
+    def _released(self) -> bool:
+        """Partition release and the exchange latch: no server holds a transaction of the old version, and
+        no tx recovery is due."""
+        return not any(t.state in ACTIVE for n in self.alive for t in self.nodes[n].txs.values()) and not any(
+            self._recovery_due(tx) for tx in self.near
+        )
+
+    def _when_send_single(self, node: str) -> bool | None:
+        ok = node in self.alive and self.top_ver != self.ready_ver and node not in self.singles
+        return True if ok and self._released() else None
+
+    def send_single(self, node: str) -> PmeCluster:
+        """Finalize the counters if a server left (holes closed and logged as rollback records), then send
+        the coordinator the single message: per copy its LWM, state and how far back its WAL supplies."""
+        self._require(self._when_send_single(node), "SendSingle", node=node)
+        c = self.copy()
+        n = c.nodes[node]
+        if Event.LEFT in self.pending:
+            for part, counter in sorted(n.counters.items()):
+                gaps = counter.finalize()
+                n.disk = n.disk.log(RollbackRecord(part, first - 1, last - first + 1) for first, last in gaps)
+        c.singles[node] = {
+            part: PartInfo(ctr.lwm, self.states[node][part].state, hist_from(n.disk, part, ctr.lwm, c.config))
+            for part, ctr in sorted(n.counters.items())
+        }
+        return c
+
+    def _when_full_message(self, node: str) -> bool | None:
+        ok = (
+            self.top_ver != self.ready_ver
+            and bool(self.alive)
+            and set(self.singles) == self.alive
+            and node == self.coordinator
+        )
+        return True if ok else None
+
+    def full_message(self, node: str) -> PmeCluster:
+        """The coordinator's decision, applied by every server at once: new copy states, update(max LWM) on
+        OWNING and MOVING copies (raising a new primary's HWM), demands for MOVING copies, LOST partitions,
+        and the new owner list; transactions then map on the new version."""
+        self._require(self._when_full_message(node), "FullMessage", node=node)
+        c = self.copy()
+        assigned = [n for n in self.ideal_owners() if n in self.alive]
+        demote = bool(self.pending & {Event.JOINED, Event.BASELINE})
+        now_lost = {p for p in range(self.config.partitions) if not self._owning_copies(p)}
+        demands = []
+        for n in sorted(self.alive):
+            copies: dict[int, Copy] = {}
+            for p in range(self.config.partitions):
+                new = self._new_state(n, p, n in assigned, demote)
+                if new is None:
+                    continue
+                copies[p] = new
+                counter = c.nodes[n].counters.setdefault(p, PartitionUpdateCounter())
+                if p in now_lost:
+                    continue
+                if new.state in (PartState.OWNING, PartState.MOVING):
+                    counter.update_lwm(self._max_lwm(p))
+                if new.state is PartState.MOVING:
+                    demands.append(self._demand(n, p, new.init))
+            c.states[n] = copies
+        c.lost = self.lost | now_lost
+
+        def ready(n: str) -> bool:
+            copies = c.states[n]
+            return all(p in copies and copies[p] == OWNING for p in range(self.config.partitions))
+
+        owner_list = tuple([n for n in assigned if ready(n)] + [n for n in assigned if not ready(n)])
+        c.owners = {p: owner_list for p in range(self.config.partitions)}
+        c.rebal = frozenset(demands)
+        c.ready_ver = self.top_ver
+        c.pending = frozenset()
+        c.singles = {}
+        return c
+
+    def _owning_copies(self, part: int) -> list[str]:
+        return [
+            n
+            for n in sorted(self.singles)
+            if (i := self.singles[n].get(part)) and i.state is PartState.OWNING
+        ]
+
+    def _max_lwm(self, part: int) -> int:
+        return max((self.singles[n][part].lwm for n in self._owning_copies(part)), default=0)
+
+    def _new_state(self, node: str, part: int, assigned: bool, demote: bool) -> Copy | None:
+        """The copy's state after the exchange (None: no copy)."""
+        current = self.states[node].get(part)
+        if part in self.lost or not self._owning_copies(part):
+            return current
+        if not assigned:
+            return Copy(PartState.RENTING) if current else None
+        if current is None:
+            return Copy(PartState.MOVING, 0)
+        info = self.singles[node][part]
+        if info.state is PartState.MOVING:
+            return current
+        if info.state is PartState.OWNING and not (demote and info.lwm < self._max_lwm(part)):
+            return OWNING
+        return Copy(PartState.MOVING, info.lwm)
+
+    def _historical(self, supplier: str, part: int, init: int) -> bool:
+        """The supplier's WAL reaches back to the demander's counter, the partition is big enough for WAL
+        rebalancing, and fewer updates are missing than it has entries."""
+        size = sum(1 for k in self.nodes[supplier].data if self.config.partition(k) == part)
+        return (
+            self.singles[supplier][part].hist <= init
+            and size >= self.config.wal_rebalance_threshold
+            and self._max_lwm(part) - init < size
+        )
+
+    def _demand(self, demander: str, part: int, init: int) -> Demand:
+        """Ask the first max-LWM owner that can supply from its WAL, else the first max-LWM owner (full)."""
+        best = self._max_lwm(part)
+        suppliers = [n for n in self.config.servers if n in self._owning_copies(part)]
+        suppliers = [n for n in suppliers if self.singles[n][part].lwm == best]
+        historical = [n for n in suppliers if self._historical(n, part, init)]
+        if historical:
+            return Demand(part, demander, historical[0], Mode.HISTORICAL, init, best)
+        return Demand(part, demander, suppliers[0], Mode.FULL, 0, best)
+
+    # --- rebalancing ---------------------------------------------------------------------------------------
+
+    def _when_supply(self, node: str, part: int, peer: str) -> Demand | None:
+        return next(
+            (
+                m
+                for m in self.rebal
+                if type(m) is Demand and m.to == node and m.part == part and m.sender == peer
+            ),
+            None,
+        )
+
+    def supply(self, node: str, part: int, peer: str) -> PmeCluster:
+        """Answer a demand with the next batch: historical - WAL data records of the partition with counters
+        in (after, upto], by counter; full - the entries with keys above `after`, by key."""
+        demand: Demand = self._require(
+            self._when_supply(node, part, peer), "Supply", node=node, part=part, peer=peer
+        )
+        n = self.nodes[node]
+        pool: list[SuppliedEntry]
+        if demand.mode is Mode.HISTORICAL:
+            logged = {
+                SuppliedEntry(r.key, r.tx, r.cntr)
+                for r in n.disk.records()
+                if isinstance(r, DataRecord)
+                and self.config.partition(r.key) == part
+                and demand.after < r.cntr <= demand.upto
+            }
+            pool = sorted(logged, key=lambda e: e.cntr)
+            position = [e.cntr for e in pool]
+        else:
+            pool = sorted(
+                SuppliedEntry(k, e.tx, e.cntr)
+                for k, e in n.data.items()
+                if self.config.partition(k) == part and k > demand.after
+            )
+            position = [e.key for e in pool]
+        size = self.config.batch_size
+        batch = frozenset(pool[:size])
+        after = max([demand.after, *position[:size]])
+        c = self.copy()
+        reply = Supply(part, node, peer, demand.mode, batch, len(pool) <= size, demand.upto, after)
+        c.rebal = (self.rebal - {demand}) | {reply}
+        return c
+
+    def _when_rebalance(self, node: str, part: int) -> Supply | None:
+        return next((m for m in self.rebal if type(m) is Supply and m.to == node and m.part == part), None)
+
+    def rebalance(self, node: str, part: int) -> PmeCluster:
+        """Apply a batch: entries newer than the copy's own, logged to the WAL. After the last batch the
+        counter is durable up to LWM (logged) and the copy is OWNING; else ask for the next batch."""
+        supply: Supply = self._require(self._when_rebalance(node, part), "Rebalance", node=node, part=part)
+        c = self.copy()
+        n = c.nodes[node]
+        newest: dict[int, SuppliedEntry] = {}
+        for e in supply.entries:
+            if (e.key not in n.data or n.data[e.key].cntr < e.cntr) and (
+                e.key not in newest or newest[e.key].cntr < e.cntr
+            ):
+                newest[e.key] = e
+        records: list[DataRecord | RebalancedRecord] = []
+        for e in sorted(newest.values(), key=lambda e: e.cntr):
+            n.data[e.key] = Entry(e.tx, e.cntr)
+            records.append(DataRecord(e.key, e.tx, e.cntr))
+        if supply.last:
+            records.append(RebalancedRecord(part, n.counters[part].lwm))
+            c.states[node][part] = OWNING
+            c.rebal = self.rebal - {supply}
+        else:
+            more = Demand(part, node, supply.sender, supply.mode, supply.after, supply.upto)
+            c.rebal = (self.rebal - {supply}) | {more}
+        n.disk = n.disk.log(records)
+        return c
+
+    def _when_evict(self, node: str, part: int) -> bool | None:
+        renting = self.state_of(node, part) == PartState.RENTING
+        moving = any(self.state_of(n, part) == PartState.MOVING for n in self.alive)
+        return True if renting and not moving else None
+
+    def evict(self, node: str, part: int) -> PmeCluster:
+        """Drop a RENTING copy (data and counter) once no copy of its partition is MOVING."""
+        self._require(self._when_evict(node, part), "Evict", node=node, part=part)
+        c = self.copy()
+        del c.states[node][part]
+        n = c.nodes[node]
+        n.counters.pop(part, None)
+        n.data = {k: e for k, e in n.data.items() if self.config.partition(k) != part}
+        return c
+
+
+def durable_counters(disk: Disk, part: int, config: Config) -> set[int]:
+    """The counters of `part` the WAL makes durable: data, rollback and rebalanced records."""
+    durable: set[int] = set()
+    for r in disk.records():
+        if isinstance(r, DataRecord) and config.partition(r.key) == part:
+            durable.add(r.cntr)
+        elif isinstance(r, RollbackRecord) and r.part == part:
+            durable.update(range(r.start + 1, r.start + r.delta + 1))
+        elif isinstance(r, RebalancedRecord) and r.part == part:
+            durable.update(range(1, r.lwm + 1))
+    return durable
+
+
+def hist_from(disk: Disk, part: int, lwm: int, config: Config) -> int:
+    """How far back the WAL can supply `part` up to `lwm`: the highest counter <= lwm it lacks (0: all)."""
+    durable = durable_counters(disk, part, config)
+    return max((c for c in range(1, lwm + 1) if c not in durable), default=0)
+
+
+def idle_verify(cluster: PmeCluster) -> IdleVerifyResult:
+    """Ignite's idle_verify: per partition, compare the live OWNING copies' counters (LWM and gaps) and a
+    hash of their data; MOVING and RENTING copies, and copies of LOST partitions, are skipped."""
+    counters: dict[int, dict[str, tuple[int, tuple[tuple[int, int], ...]]]] = {}
+    hashes: dict[int, dict[str, str]] = {}
+    skipped: dict[int, dict[str, str]] = {}
+    for node in sorted(cluster.alive):
+        n = cluster.nodes[node]
+        for part, copy in sorted(cluster.states[node].items()):
+            if part in cluster.lost or copy.state is not PartState.OWNING:
+                skipped.setdefault(part, {})[node] = "LOST" if part in cluster.lost else copy.state.value
+                continue
+            ctr = n.counters[part]
+            counters.setdefault(part, {})[node] = (ctr.lwm, tuple(ctr.items))
+            entries = sorted(
+                (k, e.tx, e.cntr) for k, e in n.data.items() if cluster.config.partition(k) == part
+            )
+            hashes.setdefault(part, {})[node] = hashlib.sha256(repr(entries).encode()).hexdigest()[:16]
+    return IdleVerifyResult(
+        counter_conflicts={p: v for p, v in counters.items() if len(set(v.values())) > 1},
+        hash_conflicts={p: v for p, v in hashes.items() if len(set(v.values())) > 1},
+        skipped=skipped,
+        lost=cluster.lost,
+    )

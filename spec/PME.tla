@@ -1,0 +1,496 @@
+-------------------------------- MODULE PME --------------------------------
+(***************************************************************************)
+(* The whole partition-consistency protocol of Apache Ignite with          *)
+(* persistence: 2PC counter assignment (spec/TxCounters.tla), topology     *)
+(* changes, partition map exchange (PME) with gap finalization             *)
+(* (spec/GapFinalization.tla) and counter-based rebalancing (seed 001,     *)
+(* "Restoring consistency", "Crash recovery", "Importance of atomic        *)
+(* primaries switching"; ignite-internals.md, "Partition map exchange",    *)
+(* "Rebalancing").                                                         *)
+(*                                                                         *)
+(* Topology: a server fails (NodeFail), restarts from its disk (Restart)   *)
+(* and joins again (Join); the operator may set the baseline to the live   *)
+(* servers (BaselineChange). With persistence the affinity is computed     *)
+(* over the baseline: the owners of a partition are the first Backups+1    *)
+(* baseline servers (s1, s2, ... : the seed's F(0)); a failed owner's copy *)
+(* waits on its disk, nothing moves to other servers until the baseline    *)
+(* changes.                                                                *)
+(*                                                                         *)
+(* The exchange for a new topology version: each live server learns of the *)
+(* event on its own schedule (SendSingle); it waits until its transactions *)
+(* of the old version are released, finalizes its counters if a server     *)
+(* left, and sends the coordinator its single message: per copy its LWM,   *)
+(* state and how far back its WAL can supply. The coordinator (the oldest  *)
+(* live server) takes per partition the maximum LWM among OWNING copies;   *)
+(* on a join or baseline change it demotes lagging OWNING copies to        *)
+(* MOVING (not on a plain node left), creates MOVING copies on new owners, *)
+(* marks copies that left the assignment RENTING, picks a supplier for     *)
+(* each MOVING copy (historical from the WAL or full) and sends the full   *)
+(* message; every server applies it in the same step (FullMessage):        *)
+(* update(max) on OWNING and MOVING copies - which raises a new primary's  *)
+(* HWM - the new states, and the new owner list. A partition without an    *)
+(* OWNING copy is LOST: writes to it fail (READ_WRITE_SAFE and             *)
+(* READ_ONLY_SAFE agree for write-only transactions).                      *)
+(*                                                                         *)
+(* Rebalancing: the demander asks (Demand), the supplier answers a batch   *)
+(* (Supply), the demander applies it (Rebalance) and asks for the next;    *)
+(* the last batch makes the copy OWNING. A RENTING copy is evicted once no *)
+(* copy of its partition is MOVING.                                        *)
+(*                                                                         *)
+(* Simplifications beyond TxCounters':                                     *)
+(*  - every partition shares one owner list; its order puts servers whose  *)
+(*    copies are all OWNING first (Ignite's late affinity assignment keeps *)
+(*    a MOVING copy from being primary, per partition); the switch back to *)
+(*    the ideal primary after rebalancing (a minor-version exchange in     *)
+(*    Ignite) is not modeled: the primary moves only at exchanges;         *)
+(*  - the full message is applied by all servers in one step: no server   *)
+(*    acts on the new version before it applied it, and no transaction of *)
+(*    the old version is left, so nothing can observe the moment between; *)
+(*  - a topology event cancels rebalancing (Ignite restarts it after the   *)
+(*    next exchange); a copy that is MOVING keeps its initial counter;     *)
+(*  - the model writes no deletes, so the full rebalance's clearing of the *)
+(*    demander is replaced by "a supplied entry overwrites an older one";  *)
+(*  - a rebalanced copy logs its entries and, when done, a record that its *)
+(*    counter up to LWM is durable (Ignite checkpoints a rebalanced        *)
+(*    partition before it becomes OWNING); a MOVING copy restarts from its *)
+(*    initial counter (persisted in the partition meta);                   *)
+(*  - LOST partitions are never reset (resetLostPartitions is an operator  *)
+(*    command outside the protocol).                                       *)
+(***************************************************************************)
+EXTENDS Naturals, Sequences, FiniteSets, TLC
+
+CONSTANTS
+    ServerCount,          \* servers s1 .. sN, e.g. 3
+    Backups,              \* backups per partition, e.g. 2
+    Partitions,           \* partitions 0 .. Partitions-1; key k is in partition k % Partitions, e.g. 1
+    TxKeys,               \* the key sets of the transactions t1, t2, ... by smallest key, e.g. {{1}, {2}}
+    MaxFailures,          \* server crashes allowed in a behavior, e.g. 1
+    BaselineAutoAdjust,   \* may the operator set the baseline to the live servers? e.g. FALSE
+    WalRebalanceThreshold,\* historical rebalance only for partitions with at least this many entries, e.g. 0
+    BatchSize             \* entries per supply message, e.g. 2
+
+ASSUME /\ BaselineAutoAdjust \in BOOLEAN /\ WalRebalanceThreshold \in Nat /\ BatchSize \in Nat \ {0}
+
+VARIABLES
+    alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs, action,
+                \* as in spec/TxCounters.tla; wal also holds [type |-> "rebalanced", part |-> p, lwm |-> l]
+    state,      \* state[n]: partition -> the copy's state and initial counter (persisted with it),
+                \*   e.g. (0 :> [state |-> "MOVING", init |-> 2]); no entry: no copy (EVICTED)
+    baseline,   \* the baseline servers, e.g. {"s1", "s2", "s3"}
+    lost,       \* LOST partitions, e.g. {}
+    pending,    \* the kinds of topology events since readyVer, e.g. {"left", "joined"}
+    singles,    \* the single messages the coordinator has for topVer: server -> partition -> record,
+                \*   e.g. ("s2" :> (0 :> [lwm |-> 3, state |-> "OWNING", hist |-> 0]))
+    rebal,      \* rebalancing messages in flight (Demand, Supply), e.g. {[type |-> "Demand", part |-> 0,
+                \*   sender |-> "s1", to |-> "s2", mode |-> "historical", after |-> 2, upto |-> 3]}
+    crashes     \* server crashes so far, e.g. 1
+
+txVars == <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs, action>>
+pmeVars == <<state, baseline, lost, pending, singles, rebal, crashes>>
+vars == <<txVars, pmeVars>>
+
+Tx == INSTANCE TxCounters
+Fin == INSTANCE GapFinalization
+Ctr == INSTANCE UpdateCounter WITH Copies <- {"c"}, Primary <- "c", MaxCounter <- 0, Deltas <- {1},
+                                   pending <- <<>>, done <- <<>>, committed <- {}, rolledBack <- {},
+                                   rejoined <- {}
+
+Servers == Tx!Servers
+Parts == Tx!Parts
+Txs == Tx!Txs
+Part(k) == Tx!Part(k)
+Max(S) == Tx!Max(S)
+Range(seq) == Tx!Range(seq)
+Index(n) == CHOOSE i \in 1..ServerCount : Tx!Server(i) = n
+
+-----------------------------------------------------------------------------
+(* Helpers                                                                  *)
+
+Copies(n) == DOMAIN state[n]
+StateOf(n, p) == IF p \in Copies(n) THEN state[n][p].state ELSE "EVICTED"
+Owning == [state |-> "OWNING", init |-> 0]
+
+\* The affinity over the baseline: its first Backups+1 servers in index order, and the live ones.
+IdealOwners(b) == LET inBaseline == SelectSeq([i \in 1..ServerCount |-> Tx!Server(i)], LAMBDA s : s \in b)
+                  IN SubSeq(inBaseline, 1, IF Len(inBaseline) < Backups + 1 THEN Len(inBaseline) ELSE Backups + 1)
+
+\* Writes to a LOST partition fail; a transaction writing one never starts.
+Writable(t) == {Part(k) : k \in Tx!Writes[t]} \cap lost = {}
+
+\* The counters of partition p that WAL records make durable: data, rollback and rebalanced records.
+Durable(recs, p) ==
+    {r.cntr : r \in {r \in recs : r.type = "data" /\ Part(r.key) = p}}
+    \cup UNION {Ctr!RangeCounters(<<r.start, r.delta>>) : r \in {r \in recs : r.type = "rollback" /\ r.part = p}}
+    \cup UNION {1..r.lwm : r \in {r \in recs : r.type = "rebalanced" /\ r.part = p}}
+
+\* How far back the WAL can supply partition p up to LWM l: the highest counter <= l it lacks (0: all).
+HistFrom(recs, p, l) == Max({0} \cup {c \in 1..l : c \notin Durable(recs, p)})
+
+\* A copy rebuilt from the disk: OWNING and RENTING copies replay the WAL (data, rollback and rebalanced
+\* records; HWM = highest applied), a MOVING copy restarts from its initial counter.
+RestoredCounter(n, p) ==
+    IF state[n][p].state = "MOVING"
+    THEN [Ctr!NewCounter EXCEPT !.lwm = state[n][p].init, !.hwm = state[n][p].init]
+    ELSE Ctr!Restore(Ctr!Summarize(Ctr!NewCounter, 0, Durable(wal[n], p)))
+RestoredData(n) == [k \in {k \in DOMAIN Tx!RestoredData(n) : Part(k) \in Copies(n)} |-> Tx!RestoredData(n)[k]]
+
+\* A topology event: a new version, the exchange's messages and rebalancing of the old one cancelled.
+NewVersion(ver, kind) ==
+    /\ topVer' = ver
+    /\ pending' = pending \cup {kind}
+    /\ singles' = <<>>
+    /\ rebal' = {}
+
+Step(name, n) == [name |-> name, node |-> n]
+PartStep(name, n, p) == [name |-> name, node |-> n, part |-> p]
+
+-----------------------------------------------------------------------------
+(* Initial state                                                            *)
+
+Init ==
+    /\ Tx!Init
+    /\ state = [n \in Servers |-> [p \in Tx!OwnedParts(n) |-> Owning]]
+    /\ baseline = Servers
+    /\ lost = {}
+    /\ pending = {}
+    /\ singles = <<>>
+    /\ rebal = {}
+    /\ crashes = 0
+
+-----------------------------------------------------------------------------
+(* Transactions: spec/TxCounters.tla's steps, on writable partitions        *)
+
+TxStep ==
+    /\ \/ \E t \in Txs : /\ Writable(t) /\ (Tx!TxStart(t) \/ Tx!TxRemap(t))
+       \/ \E t \in Txs : Tx!TxPrepare(t) \/ Tx!TxCommit(t) \/ Tx!TxRollback(t) \/ Tx!Recover(t)
+       \/ \E t \in Txs, n \in alive :
+            \/ Tx!Lock(t, n) \/ Tx!LockRemap(t, n) \/ Tx!Prepare(t, n) \/ Tx!Prepared(t, n)
+            \/ Tx!Commit(t, n) \/ Tx!Rollback(t, n) \/ Tx!RolledBack(t, n)
+            \/ Tx!BackupPrepare(t, n) \/ Tx!BackupCommit(t, n) \/ Tx!BackupRollback(t, n)
+    /\ UNCHANGED pmeVars
+
+-----------------------------------------------------------------------------
+(* Topology events                                                          *)
+
+\* A server crashes: memory lost, disk (WAL, partition states) kept, messages to it lost; the near node
+\* fails the lock futures mapped to it (its lock responses are dropped); a new major version whose
+\* exchange will finalize counters (a server left).
+NodeFail(n) ==
+    /\ n \in alive
+    /\ crashes < MaxFailures
+    /\ alive' = alive \ {n}
+    /\ txs' = [txs EXCEPT ![n] = <<>>]
+    /\ data' = [data EXCEPT ![n] = <<>>]
+    /\ counter' = [counter EXCEPT ![n] = <<>>]
+    /\ msgs' = {m \in msgs : Tx!Receiver(m) # n /\ ~(m.type = "LockResponse" /\ m.sender = n)}
+    /\ crashes' = crashes + 1
+    /\ NewVersion(<<topVer[1] + 1, 0>>, "left")
+    /\ action' = Step("NodeFail", n)
+    /\ UNCHANGED <<restarted, readyVer, owners, near, wal, state, baseline, lost>>
+
+\* A crashed server starts again: its copies rebuilt from its disk. It is not in the topology yet.
+Restart(n) ==
+    /\ n \in Servers \ (alive \cup restarted)
+    /\ restarted' = restarted \cup {n}
+    /\ counter' = [counter EXCEPT ![n] = [p \in Copies(n) |-> RestoredCounter(n, p)]]
+    /\ data' = [data EXCEPT ![n] = RestoredData(n)]
+    /\ action' = Step("Restart", n)
+    /\ UNCHANGED <<alive, topVer, readyVer, owners, near, txs, wal, msgs, pmeVars>>
+
+\* The restarted server joins the topology: a new major version whose exchange demotes lagging copies.
+\* It joins once the previous exchange completed (exchanges run one after another; Ignite may merge
+\* them), so the node-left exchange and its tx recovery see the old incarnation gone.
+Join(n) ==
+    /\ n \in restarted
+    /\ topVer = readyVer
+    /\ alive' = alive \cup {n}
+    /\ restarted' = restarted \ {n}
+    /\ NewVersion(<<topVer[1] + 1, 0>>, "joined")
+    /\ action' = Step("Join", n)
+    /\ UNCHANGED <<readyVer, owners, near, txs, counter, data, wal, msgs, state, baseline, lost, crashes>>
+
+\* The operator (or baseline auto-adjust) sets the baseline to the live servers: a minor version whose
+\* exchange moves partitions to the new affinity.
+BaselineChange ==
+    /\ BaselineAutoAdjust
+    /\ baseline # alive
+    /\ baseline' = alive
+    /\ NewVersion(<<topVer[1], topVer[2] + 1>>, "baseline")
+    /\ action' = [name |-> "BaselineChange"]
+    /\ UNCHANGED <<alive, restarted, readyVer, owners, near, txs, counter, data, wal, msgs, state, lost, crashes>>
+
+-----------------------------------------------------------------------------
+(* The exchange                                                             *)
+
+\* A server learns of the new version and waits for partition release: its transactions of the old
+\* version finish, then a latch across the servers (Ignite's exchange latch) and a second local wait catch
+\* a transaction whose prepare request reached it after its first wait - together: no server holds an
+\* old transaction, and no tx recovery is due. Then it finalizes its counters if a server left
+\* (GapFinalization: holes closed, logged as rollback records) and sends the coordinator its single
+\* message.
+SendSingle(n) ==
+    /\ n \in alive
+    /\ topVer # readyVer
+    /\ n \notin DOMAIN singles
+    /\ \A t \in Txs : ~Tx!RecoveryDue(t) /\ \A m \in alive : ~Tx!HasActive(m, t)
+    /\ LET finalize == "left" \in pending
+           ctr == [p \in Copies(n) |-> IF finalize THEN Fin!Finalized(counter[n][p]) ELSE counter[n][p]]
+           log == IF finalize THEN wal[n] \cup UNION {Fin!GapRecords(p, counter[n][p]) : p \in Copies(n)}
+                  ELSE wal[n]
+       IN /\ counter' = [counter EXCEPT ![n] = ctr]
+          /\ wal' = [wal EXCEPT ![n] = log]
+          /\ singles' = singles @@ (n :> [p \in Copies(n) |->
+                            [lwm |-> ctr[p].lwm, state |-> state[n][p].state, hist |-> HistFrom(log, p, ctr[p].lwm)]])
+    /\ action' = Step("SendSingle", n)
+    /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, data, msgs,
+                   state, baseline, lost, pending, rebal, crashes>>
+
+Coordinator == CHOOSE n \in alive : \A o \in alive : Index(n) <= Index(o)
+
+\* The coordinator's decision for partition p, from the single messages.
+OwningCopies(p) == {n \in DOMAIN singles : p \in DOMAIN singles[n] /\ singles[n][p].state = "OWNING"}
+MaxLwm(p) == Max({0} \cup {singles[n][p].lwm : n \in OwningCopies(p)})
+Suppliers(p) == {n \in OwningCopies(p) : singles[n][p].lwm = MaxLwm(p)}
+PartSize(n, p) == Cardinality({k \in DOMAIN data[n] : Part(k) = p})
+
+\* Historical rebalance from supplier s to a copy at counter c: s's WAL reaches back to c, the partition
+\* is big enough for WAL rebalancing and the missing updates are fewer than its entries.
+Historical(s, p, c) ==
+    /\ singles[s][p].hist <= c
+    /\ PartSize(s, p) >= WalRebalanceThreshold
+    /\ MaxLwm(p) - c < PartSize(s, p)
+
+\* The supplier for a copy at counter c: the first (oldest) max-LWM owner that can supply from its WAL,
+\* else the first max-LWM owner (full rebalance).
+First(S) == CHOOSE n \in S : \A o \in S : Index(n) <= Index(o)
+SupplierFor(p, c) ==
+    IF \E s \in Suppliers(p) : Historical(s, p, c) THEN First({s \in Suppliers(p) : Historical(s, p, c)})
+    ELSE First(Suppliers(p))
+
+\* The state of n's copy of p after the exchange (Evicted: no copy).
+Evicted == [state |-> "EVICTED", init |-> 0]
+NewState(n, p, assigned, demote) ==
+    IF p \in lost \/ OwningCopies(p) = {} THEN IF p \in Copies(n) THEN state[n][p] ELSE Evicted
+    ELSE IF n \notin assigned THEN IF p \in Copies(n) THEN [state |-> "RENTING", init |-> 0] ELSE Evicted
+    ELSE IF p \notin Copies(n) THEN [state |-> "MOVING", init |-> 0]
+    ELSE IF singles[n][p].state = "MOVING" THEN state[n][p]
+    ELSE IF singles[n][p].state = "OWNING" /\ ~(demote /\ singles[n][p].lwm < MaxLwm(p)) THEN Owning
+    ELSE [state |-> "MOVING", init |-> singles[n][p].lwm]
+
+\* Every live server sent its single message: the coordinator sends the full message and every server
+\* applies it at once - new states, update(max LWM) on OWNING and MOVING copies (this raises a new
+\* primary's HWM above every counter in use), demands for the MOVING copies, the new owner list
+\* (servers whose copies are all OWNING first) - and transactions map on the new version.
+FullMessage ==
+    /\ topVer # readyVer
+    /\ alive # {}
+    /\ DOMAIN singles = alive
+    /\ LET assignedList == SelectSeq(IdealOwners(baseline), LAMBDA s : s \in alive)
+           assigned == Range(assignedList)
+           demote == pending \cap {"joined", "baseline"} # {}
+           new == [n \in alive |-> [p \in Parts |-> NewState(n, p, assigned, demote)]]
+           copies(n) == {p \in Parts : new[n][p].state # "EVICTED"}
+           nowLost == {p \in Parts : OwningCopies(p) = {}}
+           moving == {<<n, p>> \in alive \X (Parts \ nowLost) : new[n][p].state = "MOVING"}
+           ctr(n, p) == IF p \in Copies(n) THEN counter[n][p] ELSE Ctr!NewCounter
+           ready(n) == \A p \in Parts : p \in copies(n) /\ new[n][p].state = "OWNING"
+       IN /\ state' = [n \in Servers |-> IF n \in alive THEN [p \in copies(n) |-> new[n][p]] ELSE state[n]]
+          /\ counter' = [n \in Servers |->
+                           IF n \notin alive THEN counter[n]
+                           ELSE [p \in copies(n) |->
+                                   IF p \notin nowLost /\ new[n][p].state \in {"OWNING", "MOVING"}
+                                   THEN Ctr!UpdateLwm(ctr(n, p), MaxLwm(p)) ELSE ctr(n, p)]]
+          /\ rebal' = {LET p == nm[2]
+                           init == new[nm[1]][p].init
+                           s == SupplierFor(p, init)
+                           hist == Historical(s, p, init)
+                       IN [type |-> "Demand", part |-> p, sender |-> nm[1], to |-> s,
+                           mode |-> IF hist THEN "historical" ELSE "full",
+                           after |-> IF hist THEN init ELSE 0, upto |-> MaxLwm(p)] : nm \in moving}
+          /\ lost' = lost \cup nowLost
+          /\ owners' = SelectSeq(assignedList, ready) \o SelectSeq(assignedList, LAMBDA s : ~ready(s))
+    /\ readyVer' = topVer
+    /\ pending' = {}
+    /\ singles' = <<>>
+    /\ action' = Step("FullMessage", Coordinator)
+    /\ UNCHANGED <<alive, restarted, topVer, near, txs, data, wal, msgs, baseline, crashes>>
+
+-----------------------------------------------------------------------------
+(* Rebalancing                                                              *)
+
+\* The supplier answers a demand with the next batch: historical - its WAL's data records of p with
+\* counters in (after, upto], by counter; full - its entries of p with keys above `after`, by key.
+Supply(n, p, d) ==
+    /\ \E m \in rebal :
+        /\ m.type = "Demand" /\ m.to = n /\ m.part = p /\ m.sender = d
+        /\ LET hist == m.mode = "historical"
+               pool == IF hist
+                       THEN {[key |-> r.key, tx |-> r.tx, cntr |-> r.cntr] :
+                             r \in {r \in wal[n] : r.type = "data" /\ Part(r.key) = p
+                                                   /\ r.cntr > m.after /\ r.cntr <= m.upto}}
+                       ELSE {[key |-> k, tx |-> data[n][k].tx, cntr |-> data[n][k].cntr] :
+                             k \in {k \in DOMAIN data[n] : Part(k) = p /\ k > m.after}}
+               pos(e) == IF hist THEN e.cntr ELSE e.key
+               batch == {e \in pool : Cardinality({o \in pool : pos(o) <= pos(e)}) <= BatchSize}
+           IN rebal' = (rebal \ {m}) \cup
+                       {[type |-> "Supply", part |-> p, sender |-> n, to |-> d, mode |-> m.mode,
+                         entries |-> batch, last |-> batch = pool, upto |-> m.upto,
+                         after |-> Max({m.after} \cup {pos(e) : e \in batch})]}
+    /\ action' = [name |-> "Supply", node |-> n, part |-> p, peer |-> d]
+    /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs,
+                   state, baseline, lost, pending, singles, crashes>>
+
+\* The demander applies a batch: entries newer than its own (logged to its WAL); after the last batch
+\* its counter is durable up to LWM (logged) and the copy is OWNING, else it asks for the next batch.
+Rebalance(n, p) ==
+    /\ \E m \in rebal :
+        /\ m.type = "Supply" /\ m.to = n /\ m.part = p
+        /\ LET newer == {e \in m.entries : e.key \notin DOMAIN data[n] \/ data[n][e.key].cntr < e.cntr}
+               best == {e \in newer : \A o \in newer : o.key = e.key => o.cntr <= e.cntr}
+               done == IF m.last THEN {[type |-> "rebalanced", part |-> p, lwm |-> counter[n][p].lwm]} ELSE {}
+           IN /\ data' = [data EXCEPT ![n] = [k \in DOMAIN @ \cup {e.key : e \in best} |->
+                            IF \E e \in best : e.key = k
+                            THEN LET e == CHOOSE e \in best : e.key = k IN [tx |-> e.tx, cntr |-> e.cntr]
+                            ELSE @[k]]]
+              /\ wal' = [wal EXCEPT ![n] = @ \cup done \cup
+                           {[type |-> "data", key |-> e.key, tx |-> e.tx, cntr |-> e.cntr] : e \in best}]
+              /\ IF m.last
+                 THEN /\ state' = [state EXCEPT ![n][p] = Owning]
+                      /\ rebal' = rebal \ {m}
+                 ELSE /\ rebal' = (rebal \ {m}) \cup
+                                  {[type |-> "Demand", part |-> p, sender |-> n, to |-> m.sender,
+                                    mode |-> m.mode, after |-> m.after, upto |-> m.upto]}
+                      /\ UNCHANGED state
+    /\ action' = PartStep("Rebalance", n, p)
+    /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, msgs,
+                   baseline, lost, pending, singles, crashes>>
+
+\* A RENTING copy is evicted (its data and counter dropped) once no copy of its partition is MOVING.
+Evict(n, p) ==
+    /\ StateOf(n, p) = "RENTING"
+    /\ \A o \in alive : StateOf(o, p) # "MOVING"
+    /\ state' = [state EXCEPT ![n] = [q \in Copies(n) \ {p} |-> @[q]]]
+    /\ counter' = [counter EXCEPT ![n] = [q \in DOMAIN @ \ {p} |-> @[q]]]
+    /\ data' = [data EXCEPT ![n] = [k \in {k \in DOMAIN @ : Part(k) # p} |-> @[k]]]
+    /\ action' = PartStep("Evict", n, p)
+    /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, wal, msgs,
+                   baseline, lost, pending, singles, rebal, crashes>>
+
+-----------------------------------------------------------------------------
+(* Quiescence                                                               *)
+
+\* Nothing in flight: transactions finished or unable to start, no exchange, rebalancing or eviction
+\* pending (MOVING copies of a LOST partition have no supplier and wait for the operator).
+Quiet ==
+    /\ Tx!Quiet
+    /\ rebal = {}
+    /\ \A n \in alive, p \in Parts : StateOf(n, p) # "RENTING" /\ (StateOf(n, p) = "MOVING" => p \in lost)
+
+Done ==
+    /\ Quiet
+    /\ \A t \in Txs : near[t].state # "idle" \/ ~Writable(t)
+    /\ action' = [name |-> "Done"]
+    /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs, pmeVars>>
+
+Next ==
+    \/ TxStep
+    \/ \E n \in Servers : NodeFail(n) \/ Restart(n) \/ Join(n) \/ SendSingle(n)
+    \/ BaselineChange
+    \/ FullMessage
+    \/ \E n, d \in Servers, p \in Parts : Supply(n, p, d)
+    \/ \E n \in Servers, p \in Parts : Rebalance(n, p) \/ Evict(n, p)
+    \/ Done
+
+Spec == Init /\ [][Next]_vars
+
+\* With weak fairness every behavior ends in Done (the model is finite and acyclic but for stuttering).
+LiveSpec == Spec /\ WF_vars(Next)
+
+-----------------------------------------------------------------------------
+(* Invariants and properties                                                *)
+
+TypeOK ==
+    /\ Tx!TypeOK
+    /\ baseline \subseteq Servers /\ lost \subseteq Parts /\ pending \subseteq {"left", "joined", "baseline"}
+    /\ \A n \in Servers : \A p \in Copies(n) : state[n][p].state \in {"OWNING", "MOVING", "RENTING"}
+    /\ \A n \in alive \cup restarted : DOMAIN counter[n] = Copies(n)
+    /\ DOMAIN singles \subseteq alive
+    /\ \A m \in rebal : m.type \in {"Demand", "Supply"} /\ {m.sender, m.to} \subseteq alive
+
+Copy(n, p) == n \in alive \cup restarted /\ p \in Copies(n)
+UpdatesIn(p) == Tx!DataRecsIn(p)
+
+\* Counters are never reused, across primary switches too: a counter value names one update of a
+\* partition everywhere (or a closed gap), otherwise comparing counters would equate different data.
+UniqueCounters == Tx!UniqueCounters
+
+\* An OWNING copy holds every update its LWM covers (or a later write of the key): rebalancing and
+\* idle_verify trust LWM, so a covered update the copy lacks would be lost for good.
+OwningCoversLwm ==
+    \A n \in Servers, p \in Parts :
+        Copy(n, p) /\ state[n][p].state = "OWNING" =>
+            \A r \in UpdatesIn(p) :
+                r.cntr <= counter[n][p].lwm => r.key \in DOMAIN data[n] /\ data[n][r.key].cntr >= r.cntr
+
+\* The counters of p that transactions prepared on n will apply when they finish there.
+Preparing(n, p) == {w[2] : w \in UNION {{w \in txs[n][t].writes : Part(w[1]) = p} :
+                                        t \in {t \in DOMAIN txs[n] : Tx!HasActive(n, t)}}}
+
+\* A copy's counter reflects its WAL: what the WAL makes durable is covered (else update(max) at the
+\* exchange went below the highest applied counter - Ignite's "Failed to update the counter") - except
+\* entries a full rebalance supplied before their transaction committed here -, and what it holds out of
+\* order is in the WAL (else a restart would lose it).
+CounterReflectsWal ==
+    \A n \in alive, p \in Parts :
+        p \in Copies(n) /\ state[n][p].state # "MOVING" =>
+            /\ Durable(wal[n], p) \subseteq Ctr!Covered(counter[n][p]) \cup Preparing(n, p)
+            /\ Ctr!ItemCounters(counter[n][p].items) \subseteq Durable(wal[n], p)
+
+\* After an exchange the primary's HWM is at least every live copy's highest applied counter (and its
+\* own LWM): the counters it reserves next are new everywhere.
+PrimaryHwmCovers ==
+    (topVer = readyVer /\ owners # <<>>) =>
+        \A p \in Parts \ lost :
+            LET hwm == counter[owners[1]][p].hwm
+            IN /\ hwm >= counter[owners[1]][p].lwm
+               /\ \A n \in alive : p \in Copies(n) => hwm >= Ctr!HighestApplied(counter[n][p])
+
+\* The owner list is the live part of the baseline's affinity, primary first, and the switch is atomic:
+\* every live server applied the full message of readyVer, and a live owner holds a copy.
+OwnersFollowAffinity ==
+    /\ Range(owners) = Range(IdealOwners(baseline)) \cap alive \/ topVer # readyVer
+    /\ \A n \in Range(owners) \cap alive : Parts \ lost \subseteq Copies(n)
+
+\* An acknowledged update survives while a copy that applied it is alive or restarts: the copy still holds
+\* it (or a later write of the key).
+AckedNeverLost ==
+    \A r \in Tx!DataRecs, n \in Servers :
+        (Copy(n, Part(r.key)) /\ Tx!Acked(r.tx) /\ r \in wal[n]) =>
+            r.key \in DOMAIN data[n] /\ data[n][r.key].cntr >= r.cntr
+
+DataIn(n, p) == [k \in {k \in DOMAIN data[n] : Part(k) = p} |-> data[n][k]]
+
+\* idle_verify is clean when nothing is in flight: the live OWNING copies of a partition agree on the
+\* counter (LWM and gaps) and the data, and every acknowledged update of it is there.
+IdleVerifyClean ==
+    Quiet =>
+        \A p \in Parts, n, o \in alive :
+            (StateOf(n, p) = "OWNING" /\ StateOf(o, p) = "OWNING") =>
+                /\ DataIn(n, p) = DataIn(o, p)
+                /\ counter[n][p].lwm = counter[o][p].lwm /\ counter[n][p].items = counter[o][p].items
+                /\ \A r \in UpdatesIn(p) : Tx!Acked(r.tx) => r.key \in DOMAIN data[n] /\ data[n][r.key].cntr >= r.cntr
+
+\* No gap survives a node-left exchange: the full message of an exchange after a server left finds every
+\* OWNING copy without items (finalize ran once all transactions were released).
+NoGapsAfterNodeLeft ==
+    [][("left" \in pending /\ action'.name = "FullMessage") =>
+         \A n \in alive, p \in Parts :
+             (p \in DOMAIN state'[n] /\ state'[n][p].state = "OWNING") => counter'[n][p].items = <<>>]_vars
+
+\* Liveness: with fairness every MOVING copy of a live server eventually becomes OWNING (or its server
+\* fails, or the partition is LOST, or a later assignment drops the copy).
+MovingBecomesOwning ==
+    \A n \in Servers, p \in Parts :
+        (n \in alive /\ StateOf(n, p) = "MOVING") ~>
+            (n \notin alive \/ StateOf(n, p) # "MOVING" \/ p \in lost)
+=============================================================================
