@@ -1,4 +1,4 @@
-"""Scenario files: a cluster, the steps it takes and what must hold, run on impl/cluster.py.
+"""Scenario files: a cluster, the steps it takes and what must hold, run on impl/cluster.py or impl/pme.py.
 
 A scenario is a JSON file (schema: conformance/schemas/scenario.schema.json, generated from
 `ScenarioFile`; `python -m conformance.scenario` rewrites it and a test keeps it in sync)::
@@ -12,23 +12,33 @@ A scenario is a JSON file (schema: conformance/schemas/scenario.schema.json, gen
                 "expect": {"s2": {"counters": {"0": {"lwm": 0, "items": [[3, 2]]}}}}}],
      "expect": {"s2": {"counters": {"0": {"lwm": 5, "items": []}}, "data": {"1": "v1", ...}}}}
 
+- `protocol`: "2pc" (the default: impl/cluster.py's `Cluster`, the 2PC slice with its atomic Exchange)
+  or "pme" (impl/pme.py's `PmeCluster`: the whole protocol, where the exchange runs as SendSingle and
+  FullMessage steps, servers Join after a Restart, and MOVING copies rebalance by Supply and Rebalance).
 - `cluster`: servers, the one client (the model's near node), partitions, backups, optionally the owner
   list of each partition (primary first; default: the first backups+1 servers own every partition) and
-  data committed on every owner before the scenario starts.
-- `steps`: the cluster's steps by their spec names (impl/cluster.py STEPS), each delivering one message
-  or taking one local action: TxStart (which also declares the transaction's keys and values), Lock,
-  Prepare, BackupPrepare, Commit, BackupCommit, Rollback, NodeFail, Restart, Exchange, Checkpoint, ...
-  A step may carry a `note` (shown in the timeline and diagram) and an `expect` checked right after it.
+  data committed on every owner before the scenario starts; with "pme" also the rebalancing knobs
+  `wal_rebalance_threshold` and `batch_size`.
+- `steps`: the cluster's steps by their spec names (impl/cluster.py STEPS, impl/pme.py PME_STEPS), each
+  delivering one message or taking one local action: TxStart (which also declares the transaction's keys
+  and values), Lock, Prepare, BackupPrepare, Commit, BackupCommit, Rollback, NodeFail, Restart, Exchange,
+  Checkpoint, ... and for "pme" Join, BaselineChange, SendSingle, FullMessage, Supply, Rebalance, Evict.
+  A step may carry a `note` (shown in the timeline and diagram), an `expect` and an `idle_verify`
+  checked right after it, and `"refused": true` when it must NOT be possible at that point (checked; the
+  run goes on without it).
 - `expect`: per node, checked after the last step: `state` (alive, down, restarted), `counters` per
   partition (lwm, hwm, items), `data` (the whole key -> value map), `partitions` (see
-  `partition_state`) and `txs` (a transaction's state on that server, or on the client).
+  `partition_state`), `init` (a MOVING copy's initial counter, "pme") and `txs` (a transaction's state on
+  that server, or on the client). `idle_verify` ("pme"): what impl.pme.idle_verify reports at the end.
 - `counter`: "tracking" (Ignite's counter, the default) or a counter mutant of conformance/mutants.py,
-  e.g. "no-out-of-order-tracking".
+  e.g. "no-out-of-order-tracking" ("2pc" only).
 
 The model's value of a write is the transaction that made it; the scenario's values are a naming layer
 over that: (transaction, key) -> value. Running a scenario gives a `ScenarioResult`: a timeline (one row
-per step: messages delivered, sent and lost, messages in flight, every node's counters), the checks and
-the final state of every node; `mermaid_diagram` draws the message flow and `timeline_html` the page.
+per step: messages delivered, sent and lost - with "pme" also the single and full messages of the
+exchange and the Demand and Supply messages of rebalancing -, messages in flight, every node's counters
+and copy states), the checks, the final state of every node and, with "pme", idle_verify's report;
+`mermaid_diagram` draws the message flow and `timeline_html` the page.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias, cast, get_args
@@ -65,6 +76,18 @@ from impl.messages import (
     Message,
     receiver,
 )
+from impl.pme import (
+    PME_STEPS,
+    Demand,
+    IdleVerifyResult,
+    Mode,
+    PartInfo,
+    PartState,
+    PmeCluster,
+    PmeConfig,
+    RebalanceMessage,
+    idle_verify,
+)
 from impl.wal import DataRecord, Entry
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "scenario.schema.json"
@@ -79,10 +102,18 @@ Key = Annotated[int, Field(ge=0)]
 Partition = Annotated[int, Field(ge=0)]
 CounterValue = Annotated[int, Field(ge=0)]
 
+ProtocolName = Literal["2pc", "pme"]
+# The steps each protocol takes, with their parameters.
+PROTOCOL_STEPS: dict[str, dict[str, tuple[str, ...]]] = {"2pc": STEPS, "pme": PME_STEPS}
+ALL_STEPS: dict[str, tuple[str, ...]] = {**STEPS, **PME_STEPS}
+
 NodeState = Literal["alive", "down", "restarted"]
-# OWNING: a live owner; MOVING: a restarted copy behind the live owners (rebalanced if it rejoined);
-# OFFLINE: the server is down.
-PartitionState = Literal["OWNING", "MOVING", "OFFLINE"]
+# See `partition_state`. "2pc": OWNING (a live owner), MOVING (a restarted copy behind the live owners:
+# rebalanced if it rejoined), OFFLINE (the server is down). "pme": the copy's real state - OWNING, MOVING,
+# RENTING, EVICTED (no copy) -, LOST (a copy of a LOST partition) or OFFLINE (the server is down).
+PartitionState = Literal["OWNING", "MOVING", "RENTING", "EVICTED", "LOST", "OFFLINE"]
+PARTITION_STATES_2PC = ("OWNING", "MOVING", "OFFLINE")
+SkippedState = Literal["MOVING", "RENTING", "LOST"]
 NEAR_STATES = ("idle", "locking", "preparing", "committed", "rolledBack")
 SERVER_STATES = ("locked", "preparing", "prepared", "rollingBack", "committed", "rolledBack")
 TxStateName = Literal[
@@ -122,7 +153,13 @@ class NodeExpectation(_Strict):
     state: NodeState | None = None
     counters: dict[Partition, CounterExpectation] | None = None
     data: dict[Key, str] | None = Field(default=None, description="the node's whole data: key -> value")
-    partitions: dict[Partition, PartitionState] | None = None
+    partitions: dict[Partition, PartitionState] | None = Field(
+        default=None, description="partition -> the copy's state (2pc: OWNING, MOVING, OFFLINE)"
+    )
+    init: dict[Partition, CounterValue] | None = Field(
+        default=None,
+        description="pme: partition -> the copy's initial counter (where a MOVING copy rebalances from)",
+    )
     txs: dict[Name, TxStateName] | None = Field(
         default=None, description="transaction -> its state on this server (or on the client)"
     )
@@ -130,16 +167,45 @@ class NodeExpectation(_Strict):
     @model_validator(mode="after")
     def _something(self) -> NodeExpectation:
         if all(getattr(self, f) is None for f in type(self).model_fields):
-            raise ValueError("give at least one of state, counters, data, partitions, txs")
+            raise ValueError("give at least one of state, counters, data, partitions, init, txs")
         return self
 
 
 Expectations: TypeAlias = dict[Name, NodeExpectation]
 
 
+class IdleVerifyExpectation(_Strict):
+    """What impl.pme.idle_verify must report (protocol pme); fields left out are not checked."""
+
+    clean: bool | None = Field(default=None, description="no counter and no hash conflict")
+    counter_conflicts: list[Partition] | None = Field(
+        default=None, description="the partitions whose OWNING copies disagree on LWM or gaps; [] for none"
+    )
+    hash_conflicts: list[Partition] | None = Field(
+        default=None, description="the partitions whose OWNING copies disagree on data; [] for none"
+    )
+    skipped: dict[Partition, dict[Name, SkippedState]] | None = Field(
+        default=None, description="partition -> node -> why its copy was not compared; {} for none"
+    )
+    lost: list[Partition] | None = Field(default=None, description="the LOST partitions; [] for none")
+
+    @model_validator(mode="after")
+    def _something(self) -> IdleVerifyExpectation:
+        if all(getattr(self, f) is None for f in type(self).model_fields):
+            raise ValueError("give at least one of clean, counter_conflicts, hash_conflicts, skipped, lost")
+        return self
+
+
 class _StepBase(_Strict):
     note: str | None = Field(default=None, description="shown in the timeline and the diagram")
+    refused: bool = Field(
+        default=False,
+        description="the step must NOT be possible here (checked; the run goes on without taking it)",
+    )
     expect: Expectations = Field(default_factory=dict, description="checked right after this step")
+    idle_verify: IdleVerifyExpectation | None = Field(
+        default=None, description="pme: checked right after this step against impl.pme.idle_verify"
+    )
 
 
 class TxStartStep(_StepBase):
@@ -184,15 +250,65 @@ class NodeStep(_StepBase):
 
 
 class ExchangeStep(_StepBase):
-    """The partition map exchange for the new topology."""
+    """The partition map exchange for the new topology, in one step (protocol 2pc)."""
 
     step: Literal["Exchange"]
 
 
+class PmeNodeStep(_StepBase):
+    """Protocol pme: a restarted server joins; a server sends its single message; the coordinator (its
+    `node`) sends the full message, which every server applies."""
+
+    step: Literal["Join", "SendSingle", "FullMessage"]
+    node: Name
+
+
+class BaselineChangeStep(_StepBase):
+    """Protocol pme: the operator sets the baseline to the live servers."""
+
+    step: Literal["BaselineChange"]
+
+
+class PartitionStep(_StepBase):
+    """Protocol pme: a demander applies a supply message (Rebalance), or drops a RENTING copy (Evict)."""
+
+    step: Literal["Rebalance", "Evict"]
+    node: Name
+    part: Partition
+
+
+class SupplyStep(_StepBase):
+    """Protocol pme: the supplier `node` answers the demand of `peer` for partition `part` with a batch."""
+
+    step: Literal["Supply"]
+    node: Name = Field(description="the supplier")
+    part: Partition
+    peer: Name = Field(description="the demander it answers")
+
+
 ScenarioStep = Annotated[
-    TxStartStep | TxStep | TxNodeStep | NodeStep | ExchangeStep, Field(discriminator="step")
+    TxStartStep
+    | TxStep
+    | TxNodeStep
+    | NodeStep
+    | ExchangeStep
+    | PmeNodeStep
+    | BaselineChangeStep
+    | PartitionStep
+    | SupplyStep,
+    Field(discriminator="step"),
 ]
-STEP_MODELS: tuple[type[_StepBase], ...] = (TxStartStep, TxStep, TxNodeStep, NodeStep, ExchangeStep)
+STEP_MODELS: tuple[type[_StepBase], ...] = (
+    TxStartStep,
+    TxStep,
+    TxNodeStep,
+    NodeStep,
+    ExchangeStep,
+    PmeNodeStep,
+    BaselineChangeStep,
+    PartitionStep,
+    SupplyStep,
+)
 
 
 class ClusterSection(_Strict):
@@ -209,6 +325,15 @@ class ClusterSection(_Strict):
     initial_data: dict[Key, str] = Field(
         default_factory=dict, description="key -> value, committed on every owner before the first step"
     )
+    wal_rebalance_threshold: int | None = Field(
+        default=None,
+        ge=0,
+        description="pme: historical (WAL) rebalancing only for partitions with at least this many entries "
+        "(default 0)",
+    )
+    batch_size: int | None = Field(
+        default=None, ge=1, description="pme: entries per supply message (default 1)"
+    )
 
 
 class ScenarioFile(_Strict):
@@ -219,10 +344,18 @@ class ScenarioFile(_Strict):
     schema_: str | None = Field(default=None, alias="$schema", description="for editors; ignored")
     name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
     description: str = ""
+    protocol: ProtocolName = Field(
+        default="2pc",
+        description="2pc: impl/cluster.py (2PC with an atomic Exchange); pme: impl/pme.py (the whole "
+        "protocol: exchange messages, joins, rebalancing)",
+    )
     counter: CounterName = Field(default=TRACKING, description="the counter implementation every copy runs")
     cluster: ClusterSection
     steps: list[ScenarioStep] = Field(min_length=1)
     expect: Expectations = Field(default_factory=dict, description="checked after the last step")
+    idle_verify: IdleVerifyExpectation | None = Field(
+        default=None, description="pme: checked after the last step against impl.pme.idle_verify"
+    )
 
 
 def schema_text() -> str:
@@ -241,7 +374,7 @@ def _loc_path(loc: Sequence[int | str], error_type: str) -> str:
     tag is missing or unknown is reported on its `step` field.
     """
     parts = list(loc)
-    if len(parts) > 2 and parts[0] == "steps" and parts[2] in STEPS:
+    if len(parts) > 2 and parts[0] == "steps" and parts[2] in ALL_STEPS:
         del parts[2]
     if error_type in ("union_tag_invalid", "union_tag_not_found"):
         parts.append("step")
@@ -256,15 +389,15 @@ def _loc_path(loc: Sequence[int | str], error_type: str) -> str:
 
 
 def _step_fields(tag: str) -> str:
-    """The fields a step with this tag takes, e.g. "note, expect, step, tx, node"."""
+    """The fields a step with this tag takes, e.g. "note, refused, expect, idle_verify, step, tx, node"."""
     model = next(m for m in STEP_MODELS if tag in get_args(m.model_fields["step"].annotation))
     return ", ".join(model.model_fields)
 
 
 def _expected(loc: Sequence[int | str], error_type: str) -> str:
     if error_type in ("union_tag_invalid", "union_tag_not_found"):
-        return f"one of the steps {', '.join(STEPS)}"
-    if len(loc) > 2 and loc[0] == "steps" and isinstance(loc[2], str) and loc[2] in STEPS:
+        return f"one of the steps {', '.join(ALL_STEPS)}"
+    if len(loc) > 2 and loc[0] == "steps" and isinstance(loc[2], str) and loc[2] in ALL_STEPS:
         return f"a {loc[2]} step with the fields {_step_fields(loc[2])}"
     return "a scenario as in conformance/schemas/scenario.schema.json"
 
@@ -275,6 +408,7 @@ class _Checker:
     def __init__(self, scenario: ScenarioFile, source: str) -> None:
         self.scenario = scenario
         self.source = source
+        self.pme = scenario.protocol == "pme"
         self.servers = scenario.cluster.servers
         self.client = scenario.cluster.clients[0]
         self.txs: dict[str, int] = {}  # transaction -> index of its TxStart step
@@ -283,24 +417,66 @@ class _Checker:
         return TidemarkError(message, source=self.source, location=location, expected=expected)
 
     def check(self) -> Config:
+        self._protocol()
         self._cluster()
+        started: dict[str, int] = {}  # transaction -> index of the TxStart step that is taken
         for index, step in enumerate(self.scenario.steps):
-            if isinstance(step, TxStartStep):
-                if step.tx in self.txs:
-                    raise self.fail(
-                        f"steps[{index}].tx",
-                        f"transaction {step.tx!r} already started at steps[{self.txs[step.tx]}]",
-                        "one TxStart step per transaction",
-                    )
-                if step.tx == INITIAL_WRITER:
-                    raise self.fail(f"steps[{index}].tx", f"{INITIAL_WRITER!r} is reserved", "another name")
-                self.txs[step.tx] = index
+            if not isinstance(step, TxStartStep):
+                continue
+            if step.tx in started:
+                raise self.fail(
+                    f"steps[{index}].tx",
+                    f"transaction {step.tx!r} already started at steps[{started[step.tx]}]",
+                    "one TxStart step per transaction (and refused ones before it)",
+                )
+            if step.tx == INITIAL_WRITER:
+                raise self.fail(f"steps[{index}].tx", f"{INITIAL_WRITER!r} is reserved", "another name")
+            # A refused TxStart declares the transaction too; tries of it must write the same.
+            first = self.txs.setdefault(step.tx, index)
+            declared = cast(TxStartStep, self.scenario.steps[first]).keys
+            if step.keys != declared:
+                raise self.fail(
+                    f"steps[{index}].keys",
+                    f"transaction {step.tx!r} writes {declared} at steps[{first}]",
+                    "the same keys and values in every TxStart of a transaction",
+                )
+            if not step.refused:
+                started[step.tx] = index
         config = self._config()
         for index, step in enumerate(self.scenario.steps):
             self._references(index, step)
             self._expectations(f"steps[{index}].expect", step.expect, config)
+            self._idle_verify(f"steps[{index}].idle_verify", step.idle_verify)
         self._expectations("expect", self.scenario.expect, config)
+        self._idle_verify("idle_verify", self.scenario.idle_verify)
         return config
+
+    def _protocol(self) -> None:
+        """Each protocol takes its own steps and options: the 2PC slice's Exchange is one atomic step,
+        which the whole protocol replaces by its messages (SendSingle, FullMessage)."""
+        protocol = self.scenario.protocol
+        steps = PROTOCOL_STEPS[protocol]
+        for index, step in enumerate(self.scenario.steps):
+            if step.step not in steps:
+                other = next(p for p, s in PROTOCOL_STEPS.items() if step.step in s)
+                raise self.fail(
+                    f"steps[{index}].step",
+                    f"{step.step} is a step of protocol {other!r}, and this scenario's protocol is "
+                    f"{protocol!r}",
+                    f'one of {", ".join(steps)} (or "protocol": {other!r})',
+                )
+        if self.pme and self.scenario.counter != TRACKING:
+            raise self.fail(
+                "counter",
+                f"counter {self.scenario.counter!r} runs on the 2pc slice only",
+                f"{TRACKING!r} with protocol 'pme'",
+            )
+        if not self.pme:
+            for knob in ("wal_rebalance_threshold", "batch_size"):
+                if getattr(self.scenario.cluster, knob) is not None:
+                    raise self.fail(
+                        f"cluster.{knob}", "the 2pc protocol does not rebalance", '"protocol": "pme"'
+                    )
 
     def _cluster(self) -> None:
         cluster = self.scenario.cluster
@@ -325,6 +501,7 @@ class _Checker:
                 f"owner lists for partitions {sorted(cluster.owners)}",
                 f"one for each partition 0..{cluster.partitions - 1}",
             )
+        affinity = self.servers[: cluster.backups + 1]
         for part, owners in cluster.owners.items():
             where = f"cluster.owners[{part}]"
             if len(owners) != cluster.backups + 1 or len(set(owners)) != len(owners):
@@ -334,6 +511,16 @@ class _Checker:
             for i, owner in enumerate(owners):
                 if owner not in self.servers:
                     raise self.fail(f"{where}[{i}]", f"unknown server {owner!r}", f"one of {self.servers}")
+            # PmeCluster computes the affinity over the baseline: the first backups+1 servers in the
+            # listed (rendezvous) order, for every partition. Another initial list would move at the
+            # first exchange, which no real cluster does.
+            if self.pme and owners != affinity:
+                raise self.fail(
+                    where,
+                    f"owners {owners}: with protocol 'pme' every partition is owned by the first "
+                    "backups+1 servers",
+                    f"{affinity}, or reorder cluster.servers",
+                )
 
     def _config(self) -> Config:
         cluster = self.scenario.cluster
@@ -353,20 +540,37 @@ class _Checker:
                     "keys whose partitions share one owner list: the model has one primary per transaction",
                 )
             writes[tx] = keys
-        return Config(tuple(self.servers), owners, writes)
+        if not self.pme:
+            return Config(tuple(self.servers), owners, writes)
+        return PmeConfig(
+            tuple(self.servers),
+            owners,
+            writes,
+            wal_rebalance_threshold=cluster.wal_rebalance_threshold or 0,
+            batch_size=cluster.batch_size or 1,
+        )
 
     def _references(self, index: int, step: _StepBase) -> None:
-        tx, node = getattr(step, "tx", None), getattr(step, "node", None)
+        tx, node, peer = (getattr(step, f, None) for f in ("tx", "node", "peer"))
         if tx is not None and tx not in self.txs:
             raise self.fail(
                 f"steps[{index}].tx",
                 f"unknown transaction {tx!r}",
                 f"one started by a TxStart step: {', '.join(self.txs) or 'none'}",
             )
-        if node is not None and node not in self.servers:
-            raise self.fail(
-                f"steps[{index}].node", f"unknown server {node!r}", f"one of {', '.join(self.servers)}"
-            )
+        for field, server in (("node", node), ("peer", peer)):
+            if server is not None and server not in self.servers:
+                raise self.fail(
+                    f"steps[{index}].{field}",
+                    f"unknown server {server!r}",
+                    f"one of {', '.join(self.servers)}",
+                )
+        part: int | None = getattr(step, "part", None)
+        if part is not None and part >= self.scenario.cluster.partitions:
+            raise self.fail(f"steps[{index}].part", f"no partition {part}", self._partitions())
+
+    def _partitions(self) -> str:
+        return f"a partition 0..{self.scenario.cluster.partitions - 1}"
 
     def _expectations(self, where: str, expect: Expectations, config: Config) -> None:
         for node, expectation in expect.items():
@@ -378,20 +582,55 @@ class _Checker:
                 raise self.fail(
                     at, f"unknown node {node!r}", f"a server or the client: {[*self.servers, self.client]}"
                 )
-            owned = config.owned(node)
-            for field in ("counters", "partitions"):
-                for part in getattr(expectation, field) or {}:
-                    if part not in owned:
-                        raise self.fail(
-                            f"{at}.{field}[{part}]",
-                            f"{node} holds no copy of partition {part}",
-                            f"one of {owned}",
-                        )
+            if self.pme:
+                # Copies come and go (MOVING on a new owner, EVICTED): any partition may be asked about.
+                for field in ("counters", "partitions", "init"):
+                    for part in getattr(expectation, field) or {}:
+                        if part >= self.scenario.cluster.partitions:
+                            raise self.fail(
+                                f"{at}.{field}[{part}]", f"no partition {part}", self._partitions()
+                            )
+            else:
+                self._copies_2pc(at, node, expectation, config)
             self._tx_states(f"{at}.txs", expectation.txs, SERVER_STATES)
+
+    def _copies_2pc(self, at: str, node: str, expectation: NodeExpectation, config: Config) -> None:
+        """The 2PC slice never moves a copy: a server holds its initial partitions, in three states."""
+        if expectation.init is not None:
+            raise self.fail(f"{at}.init", "only protocol 'pme' has MOVING copies", '"protocol": "pme"')
+        owned = config.owned(node)
+        for field in ("counters", "partitions"):
+            for part in getattr(expectation, field) or {}:
+                if part not in owned:
+                    raise self.fail(
+                        f"{at}.{field}[{part}]",
+                        f"{node} holds no copy of partition {part}",
+                        f"one of {owned}",
+                    )
+        for part, state in (expectation.partitions or {}).items():
+            if state not in PARTITION_STATES_2PC:
+                raise self.fail(
+                    f"{at}.partitions[{part}]",
+                    f"{state} is a copy state of protocol 'pme'",
+                    f"one of {PARTITION_STATES_2PC}",
+                )
+
+    def _idle_verify(self, where: str, expectation: IdleVerifyExpectation | None) -> None:
+        if expectation is None:
+            return
+        if not self.pme:
+            raise self.fail(where, "idle_verify runs on protocol 'pme' only", '"protocol": "pme"')
+        for node in sorted({n for nodes in (expectation.skipped or {}).values() for n in nodes}):
+            if node not in self.servers:
+                raise self.fail(f"{where}.skipped", f"unknown server {node!r}", f"one of {self.servers}")
 
     def _client_expectation(self, at: str, expectation: NodeExpectation) -> None:
         other = next(
-            (f for f in ("state", "counters", "data", "partitions") if getattr(expectation, f) is not None),
+            (
+                f
+                for f in ("state", "counters", "data", "partitions", "init")
+                if getattr(expectation, f) is not None
+            ),
             None,
         )
         if other is not None:
@@ -445,10 +684,15 @@ class EntryView(BaseModel):
 
 
 class NodeSnapshot(BaseModel):
-    """A server in one timeline row: up or not, and its counters per partition."""
+    """A server in one timeline row: up or not, its counters per partition and (pme) its copies."""
 
     state: NodeState
     counters: dict[int, CounterView]
+    copies: dict[int, str] = Field(
+        default_factory=dict,
+        description="pme: partition -> the state of the server's copy, kept on its disk (so also while it "
+        "is down), e.g. 'MOVING (init 2)' or 'OWNING, LOST'",
+    )
 
 
 class NodeView(NodeSnapshot):
@@ -460,8 +704,9 @@ class NodeView(NodeSnapshot):
 
 
 class MessageEvent(BaseModel):
-    """A message delivered (consumed by the step's node), sent, or lost (its receiver failed, or recovery
-    or a rollback cancelled it)."""
+    """A message delivered (consumed by the step's node), sent, or lost (its receiver failed, or recovery,
+    a rollback or a topology event cancelled it). With protocol pme also the exchange's single and full
+    messages and rebalancing's Demand and Supply messages."""
 
     kind: Literal["delivered", "sent", "lost"]
     sender: str
@@ -474,7 +719,7 @@ class TimelineRow(BaseModel):
     step: str
     note: str | None = None
     messages: list[MessageEvent] = Field(default_factory=list)
-    in_flight: int
+    in_flight: int = Field(description="messages in flight after the step (pme: Demand and Supply too)")
     nodes: dict[str, NodeSnapshot]
 
 
@@ -485,9 +730,33 @@ class Check(BaseModel):
     holds: bool
 
 
+class VerifiedCounter(BaseModel):
+    """A counter as idle_verify compares it: LWM and the out-of-order ranges."""
+
+    lwm: int
+    items: list[tuple[int, int]]
+
+
+class IdleVerifyView(BaseModel):
+    """impl.pme.idle_verify's report (Ignite's idle_verify): OWNING copies of live servers compared."""
+
+    clean: bool = Field(description="no counter conflict and no hash conflict")
+    counter_conflicts: dict[int, dict[str, VerifiedCounter]] = Field(
+        description="partition -> node -> counter, for partitions whose OWNING copies disagree"
+    )
+    hash_conflicts: dict[int, dict[str, str]] = Field(
+        description="partition -> node -> data hash, for partitions whose OWNING copies disagree"
+    )
+    skipped: dict[int, dict[str, str]] = Field(
+        description="partition -> node -> MOVING, RENTING or LOST: copies not compared"
+    )
+    lost: list[int] = Field(description="the LOST partitions")
+
+
 class ScenarioResult(BaseModel):
     name: str
     description: str
+    protocol: str
     counter: str
     client: str
     servers: list[str]
@@ -497,6 +766,9 @@ class ScenarioResult(BaseModel):
     checks: list[Check]
     nodes: dict[str, NodeView] = Field(description="every server after the last step that ran")
     txs: dict[str, str] = Field(description="every transaction's state on the client")
+    idle_verify: IdleVerifyView | None = Field(
+        description="pme: idle_verify after the last step that ran (None for 2pc)"
+    )
 
 
 def _counter_view(counter: PartitionUpdateCounter) -> CounterView:
@@ -510,22 +782,47 @@ def node_state(cluster: Cluster, node: str) -> NodeState:
 
 
 def partition_state(cluster: Cluster, node: str, part: int) -> PartitionState:
-    """A copy's state: OWNING on a live owner (the model rebalances nothing, so every live owner owns);
-    OFFLINE on a server that is down. A restarted server has not rejoined: its state is the one the
-    exchange on its rejoin would give it - MOVING (to be rebalanced) when its LWM is below the live
-    owners' maximum, else OWNING (ignite-internals.md, PME: on server join, OWNING copies below the max
-    LWM become MOVING). That is where a counter claiming updates the copy lacks loses them for good."""
+    """A copy's state.
+
+    pme: the real state - OFFLINE while the server is down, LOST for a copy of a LOST partition, else
+    the copy's own (OWNING, MOVING, RENTING), or EVICTED when the server holds no copy. A restarted server
+    keeps the states its disk holds until the exchange after it joins decides.
+
+    2pc: OWNING on a live owner (the model rebalances nothing, so every live owner owns); OFFLINE on a
+    server that is down. A restarted server has not rejoined: its state is the one the exchange on its
+    rejoin would give it - MOVING (to be rebalanced) when its LWM is below the live owners' maximum, else
+    OWNING (ignite-internals.md, PME: on server join, OWNING copies below the max LWM become MOVING). That
+    is where a counter claiming updates the copy lacks loses them for good."""
     state = node_state(cluster, node)
+    if isinstance(cluster, PmeCluster):
+        if state == "down":
+            return "OFFLINE"
+        if part in cluster.lost and part in cluster.states[node]:
+            return "LOST"
+        return cast(PartitionState, cluster.state_of(node, part))
     if state != "restarted":
         return "OWNING" if state == "alive" else "OFFLINE"
     live = [cluster.nodes[o].counters[part].lwm for o in cluster.owners[part] if o in cluster.alive]
     return "MOVING" if live and max(live) > cluster.nodes[node].counters[part].lwm else "OWNING"
 
 
+def _copies(cluster: Cluster, node: str) -> dict[int, str]:
+    """pme: the server's copies as text, e.g. {0: 'MOVING (init 2)'}; the 2PC slice keeps no copy states."""
+    if not isinstance(cluster, PmeCluster):
+        return {}
+    texts = {}
+    for part, copy in sorted(cluster.states[node].items()):
+        text = copy.state.value + (f" (init {copy.init})" if copy.state is PartState.MOVING else "")
+        texts[part] = text + (", LOST" if part in cluster.lost else "")
+    return texts
+
+
 def _snapshot(cluster: Cluster, node: str) -> NodeSnapshot:
     counters = cluster.nodes[node].counters
     return NodeSnapshot(
-        state=node_state(cluster, node), counters={p: _counter_view(c) for p, c in counters.items()}
+        state=node_state(cluster, node),
+        counters={p: _counter_view(c) for p, c in counters.items()},
+        copies=_copies(cluster, node),
     )
 
 
@@ -534,10 +831,12 @@ Values: TypeAlias = Mapping[tuple[str, int], str]
 
 def node_view(cluster: Cluster, node: str, values: Values) -> NodeView:
     n = cluster.nodes[node]
+    # pme: the copies the server keeps (its counters are gone while it is down); 2pc: its initial ones.
+    held = sorted(cluster.states[node] if isinstance(cluster, PmeCluster) else n.counters)
     return NodeView(
         **_snapshot(cluster, node).model_dump(),
         data={k: EntryView(value=values[e.tx, k], tx=e.tx, cntr=e.cntr) for k, e in sorted(n.data.items())},
-        partitions={p: partition_state(cluster, node, p) for p in sorted(n.counters)},
+        partitions={p: partition_state(cluster, node, p) for p in held},
         txs={tx: local.state.value for tx, local in sorted(n.txs.items())},
     )
 
@@ -557,9 +856,74 @@ def _message_label(message: Message, config: Config) -> str:
     return text
 
 
+def _single_label(infos: Mapping[int, PartInfo]) -> str:
+    """A single message: per copy its LWM, state and, when its WAL lacks some, where the WAL starts."""
+    copies = "".join(
+        f" p{p} lwm {i.lwm} {i.state.value}" + (f" WAL from {i.hist + 1}" if i.hist else "")
+        for p, i in sorted(infos.items())
+    )
+    return "SingleMessage" + (copies or " (no copies)")
+
+
+def _full_label(before: PmeCluster, after: PmeCluster) -> str:
+    """The full message: its version and per partition the maximum LWM every copy takes, or LOST."""
+    version = after.ready_ver
+    parts = "".join(
+        f" p{p} LOST" if p in after.lost else f" p{p} lwm {before._max_lwm(p)}"
+        for p in range(after.config.partitions)
+    )
+    return f"FullMessage ver {version.major}.{version.minor}{parts}"
+
+
+def _rebalance_label(message: RebalanceMessage) -> str:
+    """A Demand (what the demander asks for) or a Supply (the entries it carries, and if it is the last)."""
+    if isinstance(message, Demand):
+        if message.mode is Mode.HISTORICAL:
+            first, last = message.after + 1, message.upto
+            wanted = f"counter {last}" if first == last else f"counters {first}..{last}"
+        else:
+            wanted = f"keys above {message.after} up to lwm {message.upto}"
+        return f"Demand p{message.part} {message.mode.value} {wanted}"
+    entries = sorted(message.entries, key=lambda e: (e.cntr, e.key))
+    carried = ", ".join(f"key {e.key} cntr {e.cntr}" for e in entries) or "no entries"
+    return f"Supply p{message.part} {message.mode.value} {carried}" + (" (last)" if message.last else "")
+
+
+def _exchange_messages(
+    before: PmeCluster, after: PmeCluster, step: Step
+) -> tuple[list[MessageEvent], list[MessageEvent]]:
+    """What a pme step did with the exchange's and rebalancing's messages: (delivered or lost, sent).
+
+    A single message reaches the coordinator in the step that sends it (the model keeps it there); the
+    full message reaches every other live server in the coordinator's step; a Demand is delivered to the
+    supplier by Supply and a Supply to the demander by Rebalance; a topology event loses those in flight.
+    """
+
+    def event(kind: Literal["delivered", "sent", "lost"], sender: str, to: str, label: str) -> MessageEvent:
+        return MessageEvent(kind=kind, sender=sender, receiver=to, label=label)
+
+    arrived = [
+        event("delivered", n, before.coordinator, _single_label(after.singles[n]))
+        for n in sorted(after.singles)
+        if n not in before.singles
+    ]
+    if step.name == "FullMessage":
+        full = _full_label(before, after)
+        arrived += [
+            event("delivered", before.coordinator, n, full) for n in sorted(after.alive) if n != step.node
+        ]
+    answering = step.name in ("Supply", "Rebalance")
+    for m in before.rebal - after.rebal:
+        kind: Literal["delivered", "lost"] = "delivered" if answering and m.to == step.node else "lost"
+        arrived.append(event(kind, m.sender, m.to, _rebalance_label(m)))
+    sent = [event("sent", m.sender, m.to, _rebalance_label(m)) for m in after.rebal - before.rebal]
+    return arrived, sent
+
+
 def _messages(before: Cluster, after: Cluster, step: Step, client: str) -> list[MessageEvent]:
     """What the step did to the network: a message it consumed was delivered if addressed to the node the
-    step runs on (the near node for Tx* steps), else lost; a crash and tx recovery only lose messages."""
+    step runs on (the near node for Tx* steps), else lost; a crash and tx recovery only lose messages.
+    With protocol pme, also the exchange's and rebalancing's messages (`_exchange_messages`)."""
     if step.name in ("NodeFail", "Recover"):
         actor = None
     else:
@@ -580,10 +944,19 @@ def _messages(before: Cluster, after: Cluster, step: Step, client: str) -> list[
         event("delivered" if receiver(m) == actor else "lost", m) for m in before.network - after.network
     ]
     sent = [event("sent", m) for m in after.network - before.network]
+    if isinstance(before, PmeCluster) and isinstance(after, PmeCluster):
+        arrived, posted = _exchange_messages(before, after, step)
+        consumed += arrived
+        sent += posted
     # Sets have no order across processes: sort, so the same scenario gives the same output.
     return sorted(consumed, key=lambda e: (e.kind, e.sender, e.receiver, e.label)) + sorted(
         sent, key=lambda e: (e.sender, e.receiver, e.label)
     )
+
+
+def _in_flight(cluster: Cluster) -> int:
+    rebalancing = len(cluster.rebal) if isinstance(cluster, PmeCluster) else 0
+    return len(cluster.network) + rebalancing
 
 
 def _row(
@@ -594,7 +967,7 @@ def _row(
         step=step,
         note=note,
         messages=messages,
-        in_flight=len(cluster.network),
+        in_flight=_in_flight(cluster),
         nodes={n: _snapshot(cluster, n) for n in cluster.config.servers},
     )
 
@@ -615,9 +988,11 @@ def _checks(where: str, expect: Expectations, cluster: Cluster, values: Values, 
         if e.state is not None:
             add(f"{at}.state", e.state, view.state)
         for part, counter in (e.counters or {}).items():
-            actual = view.counters[part].model_dump(mode="json")
+            # pme: a server may hold no counter of the partition (down, evicted, never assigned).
+            held = view.counters.get(part)
+            actual = held.model_dump(mode="json") if held else {}
             for field, expected in counter.model_dump(mode="json", exclude_none=True).items():
-                add(f"{at}.counters[{part}].{field}", expected, actual[field])
+                add(f"{at}.counters[{part}].{field}", expected, actual.get(field))
         if e.data is not None:
             add(
                 f"{at}.data",
@@ -625,9 +1000,47 @@ def _checks(where: str, expect: Expectations, cluster: Cluster, values: Values, 
                 {str(k): v.value for k, v in view.data.items()},
             )
         for part, copy_state in (e.partitions or {}).items():
-            add(f"{at}.partitions[{part}]", copy_state, view.partitions[part])
+            add(f"{at}.partitions[{part}]", copy_state, partition_state(cluster, node, part))
+        for part, init in (e.init or {}).items():
+            assert isinstance(cluster, PmeCluster)  # the checker allows `init` for pme only
+            copy = cluster.states[node].get(part)
+            add(f"{at}.init[{part}]", init, copy.init if copy else None)
         for tx, state in (e.txs or {}).items():
             add(f"{at}.txs.{tx}", state, view.txs.get(tx))
+    return checks
+
+
+def _idle_verify_view(report: IdleVerifyResult) -> IdleVerifyView:
+    return IdleVerifyView(
+        clean=report.clean,
+        counter_conflicts={
+            p: {n: VerifiedCounter(lwm=lwm, items=list(items)) for n, (lwm, items) in sorted(nodes.items())}
+            for p, nodes in sorted(report.counter_conflicts.items())
+        },
+        hash_conflicts={p: dict(sorted(nodes.items())) for p, nodes in sorted(report.hash_conflicts.items())},
+        skipped={p: dict(sorted(nodes.items())) for p, nodes in sorted(report.skipped.items())},
+        lost=sorted(report.lost),
+    )
+
+
+def _idle_verify_checks(where: str, expect: IdleVerifyExpectation | None, cluster: Cluster) -> list[Check]:
+    """The fields of an idle_verify expectation against impl.pme.idle_verify's report now; conflicts are
+    compared as the sorted list of partitions that have them."""
+    if expect is None:
+        return []
+    assert isinstance(cluster, PmeCluster)  # the checker allows idle_verify for pme only
+    report = _idle_verify_view(idle_verify(cluster))
+    actual: dict[str, JsonValue] = report.model_dump(mode="json")
+    actual["counter_conflicts"] = [p for p in sorted(report.counter_conflicts)]
+    actual["hash_conflicts"] = [p for p in sorted(report.hash_conflicts)]
+    checks = []
+    for field, expected in expect.model_dump(mode="json", exclude_none=True).items():
+        wanted = sorted(expected) if isinstance(expected, list) else expected
+        checks.append(
+            Check(
+                path=f"{where}.{field}", expected=wanted, actual=actual[field], holds=wanted == actual[field]
+            )
+        )
     return checks
 
 
@@ -643,7 +1056,8 @@ def _values(scenario: ScenarioFile) -> dict[tuple[str, int], str]:
 def _initial_cluster(cluster_class: type[Cluster], config: Config, data: Mapping[int, str]) -> Cluster:
     """The cluster at the start: the initial data committed on every owner, counters 1..n per partition
     in key order, data records in the WAL (a restart rebuilds them), LWM = HWM = n and the first exchange
-    done, as after the activation exchange of a cluster loaded earlier."""
+    done, as after the activation exchange of a cluster loaded earlier. (A PmeCluster's copies start
+    OWNING, with nothing in flight: the same holds for it.)"""
     cluster = cluster_class.initial(config)
     by_part: dict[int, list[int]] = {}
     for key in sorted(data):
@@ -659,36 +1073,61 @@ def _initial_cluster(cluster_class: type[Cluster], config: Config, data: Mapping
     return cluster
 
 
+def _cluster_class(scenario: ScenarioFile) -> type[Cluster]:
+    if scenario.protocol == "pme":
+        return PmeCluster
+    return CLUSTER_COUNTERS.get(scenario.counter, Cluster)
+
+
 def run_scenario(scenario: ScenarioFile, config: Config) -> ScenarioResult:
     """Run the steps in order, checking each step's expectations after it and the final ones at the end.
-    A step that is not enabled (or that a counter refuses) stops the run: the scenario fails."""
+    A step that is not enabled (or that a counter refuses) stops the run: the scenario fails - unless
+    the step says `refused`, which is then checked, and the run goes on without it."""
     client = scenario.cluster.clients[0]
     values = _values(scenario)
-    cluster = _initial_cluster(
-        CLUSTER_COUNTERS.get(scenario.counter, Cluster), config, scenario.cluster.initial_data
-    )
+    cluster = _initial_cluster(_cluster_class(scenario), config, scenario.cluster.initial_data)
     timeline = [_row(None, "initial state", None, [], cluster)]
     checks: list[Check] = []
     failure = None
     for index, entry in enumerate(scenario.steps):
-        step = Step(entry.step, tx=getattr(entry, "tx", None), node=getattr(entry, "node", None))
+        step = Step(
+            entry.step,
+            **{f: getattr(entry, f) for f in ("tx", "node", "part", "peer") if hasattr(entry, f)},
+        )
+        after: Cluster | None
         try:
             after = cluster.apply(step)
         except StepNotEnabled:
-            enabled = ", ".join(map(str, cluster.enabled())) or "none"
-            failure = f"steps[{index}]: {step} is not enabled here; enabled: {enabled}"
-            break
+            if not entry.refused:
+                enabled = ", ".join(map(str, cluster.enabled())) or "none"
+                failure = f"steps[{index}]: {step} is not enabled here; enabled: {enabled}"
+                break
+            after = None
         except (CounterInconsistencyError, TooManyGapsError) as error:
             failure = f"steps[{index}]: {step} failed: {error}"
             break
-        timeline.append(_row(index, str(step), entry.note, _messages(cluster, after, step, client), after))
-        cluster = after
+        if entry.refused:
+            outcome = "refused" if after is None else "enabled"
+            checks.append(
+                Check(path=f"steps[{index}].refused", expected="refused", actual=outcome, holds=after is None)
+            )
+            shown = f"{step} refused" if after is None else f"{step} NOT refused (not taken)"
+            timeline.append(_row(index, shown, entry.note, [], cluster))
+        else:
+            assert after is not None
+            timeline.append(
+                _row(index, str(step), entry.note, _messages(cluster, after, step, client), after)
+            )
+            cluster = after
         checks += _checks(f"steps[{index}].expect", entry.expect, cluster, values, client)
+        checks += _idle_verify_checks(f"steps[{index}].idle_verify", entry.idle_verify, cluster)
     else:
         checks += _checks("expect", scenario.expect, cluster, values, client)
+        checks += _idle_verify_checks("idle_verify", scenario.idle_verify, cluster)
     return ScenarioResult(
         name=scenario.name,
         description=scenario.description,
+        protocol=scenario.protocol,
         counter=scenario.counter,
         client=client,
         servers=list(config.servers),
@@ -698,6 +1137,7 @@ def run_scenario(scenario: ScenarioFile, config: Config) -> ScenarioResult:
         checks=checks,
         nodes={n: node_view(cluster, n, values) for n in config.servers},
         txs={tx: near.state.value for tx, near in sorted(cluster.near.items())},
+        idle_verify=_idle_verify_view(idle_verify(cluster)) if isinstance(cluster, PmeCluster) else None,
     )
 
 
@@ -712,10 +1152,19 @@ def counter_text(view: CounterView) -> str:
 
 
 def _node_cell(snapshot: NodeSnapshot) -> str:
+    """A server's counters per partition, each followed by its copy's state (pme)."""
     if snapshot.state == "down":
-        return "(down)"  # its memory is gone; the counters it will have come from its WAL at restart
-    several = len(snapshot.counters) > 1
-    lines = [f"p{p}: {counter_text(c)}" if several else counter_text(c) for p, c in snapshot.counters.items()]
+        # Its memory is gone; the counters it will have come from its WAL at restart. Copy states (pme)
+        # are kept on the disk.
+        return "\n".join(["(down)", *(f"p{p}: {text}" for p, text in snapshot.copies.items())])
+    parts = sorted(set(snapshot.counters) | set(snapshot.copies))
+    several = len(parts) > 1
+    lines = []
+    for p in parts:
+        counter = snapshot.counters.get(p)
+        texts = [counter_text(counter)] if counter else []
+        text = " ".join(texts + ([snapshot.copies[p]] if p in snapshot.copies else []))
+        lines.append(f"p{p}: {text}" if several else text)
     if snapshot.state != "alive":
         lines.insert(0, f"({snapshot.state})")
     return "\n".join(lines)
@@ -734,9 +1183,38 @@ def _step_cell(row: TimelineRow) -> str:
     return row.step + (f"\n{row.note}" if row.note else "")
 
 
+def idle_verify_text(report: IdleVerifyView) -> str:
+    """e.g. `idle_verify: clean; skipped p0: s3 MOVING`; with conflicts `idle_verify: CONFLICTS; ...`"""
+    found = [
+        f"counter conflict p{p}: "
+        + ", ".join(f"{n} lwm={c.lwm}" + "".join(f" ({s},{d})" for s, d in c.items) for n, c in nodes.items())
+        for p, nodes in report.counter_conflicts.items()
+    ]
+    found += [
+        f"hash conflict p{p}: " + ", ".join(f"{n} {h}" for n, h in nodes.items())
+        for p, nodes in report.hash_conflicts.items()
+    ]
+    found += [
+        f"skipped p{p}: " + ", ".join(f"{n} {why}" for n, why in nodes.items())
+        for p, nodes in report.skipped.items()
+    ]
+    if report.lost:
+        found.append("lost " + ", ".join(f"p{p}" for p in report.lost))
+    return "; ".join(["idle_verify: " + ("clean" if report.clean else "CONFLICTS"), *found])
+
+
 def timeline_table(result: ScenarioResult) -> Table:
-    """One row per step: the step, messages in / out / lost, messages in flight, every server's counters."""
-    table = Table("#", "step", "messages", "in flight", *result.servers, title=f"scenario {result.name}")
+    """One row per step: the step, messages in / out / lost, messages in flight, every server's counters
+    (and copy states); with protocol pme idle_verify's final report as the caption."""
+    table = Table(
+        "#",
+        "step",
+        "messages",
+        "in flight",
+        *result.servers,
+        title=f"scenario {result.name}",
+        caption=idle_verify_text(result.idle_verify) if result.idle_verify else None,
+    )
     for row in result.timeline:
         cells = [_node_cell(row.nodes[n]) for n in result.servers]
         index = "" if row.index is None else str(row.index)
@@ -744,6 +1222,8 @@ def timeline_table(result: ScenarioResult) -> Table:
     return table
 
 
+# The server a step runs on, in its text, e.g. "Rebalance(node=s3, part=0)".
+_STEP_NODE = re.compile(r"\bnode=(\w+)")
 # One pass: replacing '#' and then ';' would mangle the ';' of the '#35;' just written.
 _MERMAID_ENTITIES = str.maketrans({"#": "#35;", ";": "#59;"})
 
@@ -754,15 +1234,20 @@ def _mermaid_text(text: str) -> str:
 
 
 def _state_text(before: NodeSnapshot, after: NodeSnapshot) -> str | None:
-    """A note on what a step did to a server: crash, restart, or its counters."""
+    """A note on what a step did to a server: crash, restart, its counters, its copies' states (pme)."""
     if after.state == "down" and before.state != "down":
         return "crashed: memory lost, WAL kept"
     if after == before:
         return None
     prefix = "restarted from its WAL: " if after.state == "restarted" and before.state != "restarted" else ""
-    return prefix + "; ".join(
+    changes = [
         f"p{p} {counter_text(c)}" for p, c in after.counters.items() if c != before.counters.get(p) or prefix
-    )
+    ]
+    for p in sorted(set(before.copies) | set(after.copies)):
+        old, new = before.copies.get(p, "EVICTED"), after.copies.get(p, "EVICTED")
+        if old != new:
+            changes.append(f"p{p} {old} → {new}")
+    return prefix + "; ".join(changes)
 
 
 def mermaid_diagram(result: ScenarioResult) -> str:
@@ -779,7 +1264,8 @@ def mermaid_diagram(result: ScenarioResult) -> str:
             arrow, lost = ("->>", "") if e.kind == "delivered" else ("-x", " (lost)")
             lines.append(f"    {e.sender}{arrow}{e.receiver}: {row.index}. {_mermaid_text(e.label)}{lost}")
         if not shown:
-            node = next((n for n in servers if f"node={n})" in row.step), None)
+            named = _STEP_NODE.search(row.step)
+            node = named.group(1) if named and named.group(1) in servers else None
             where = node or (result.client if row.step.startswith("Tx") else f"{servers[0]},{servers[-1]}")
             lines.append(f"    Note over {where}: {row.index}. {_mermaid_text(row.step)}")
         if row.note:
@@ -823,6 +1309,8 @@ def timeline_html(result: ScenarioResult, diagram: str) -> str:
         for c in result.checks
     ]
     failure = f"<p class='fails'>{html.escape(result.failure)}</p>" if result.failure else ""
+    if result.idle_verify:
+        failure += f"<p>{html.escape(idle_verify_text(result.idle_verify))}</p>"
     return (
         "<!doctype html>\n<html><head><meta charset='utf-8'>"
         f"<title>scenario {html.escape(result.name)}</title>"

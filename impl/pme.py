@@ -166,7 +166,7 @@ class PmeCluster(Cluster):
     """The cluster with topology changes, exchanges and rebalancing; see the module docstring."""
 
     STEPS = PME_STEPS
-    EXTRA = ("states", "baseline", "lost", "pending", "singles", "rebal", "crashes")
+    EXTRA = ("states", "baseline", "lost", "pending", "singles", "rebal", "crashes", "joiners")
 
     __slots__ = EXTRA
     config: PmeConfig
@@ -182,6 +182,7 @@ class PmeCluster(Cluster):
         singles: dict[str, dict[int, PartInfo]],
         rebal: frozenset[RebalanceMessage],
         crashes: int,
+        joiners: frozenset[str],
         **tx_state: Any,
     ) -> None:
         super().__init__(config, **tx_state)
@@ -192,6 +193,7 @@ class PmeCluster(Cluster):
         self.singles = singles  # the coordinator's single messages for top_ver
         self.rebal = rebal  # demand and supply messages in flight
         self.crashes = crashes
+        self.joiners = joiners  # joined since ready_ver: their copies are not yet vouched for
 
     @classmethod
     def initial(cls, config: Config) -> PmeCluster:
@@ -207,6 +209,7 @@ class PmeCluster(Cluster):
             singles={},
             rebal=frozenset(),
             crashes=0,
+            joiners=frozenset(),
             **{f: getattr(base, f) for f in Cluster.__slots__ if f != "config"},
         )
 
@@ -220,6 +223,7 @@ class PmeCluster(Cluster):
         clone.singles = dict(self.singles)
         clone.rebal = self.rebal
         clone.crashes = self.crashes
+        clone.joiners = self.joiners
         return clone
 
     def __eq__(self, other: object) -> bool:
@@ -301,6 +305,7 @@ class PmeCluster(Cluster):
             if receiver(m) != node and not (type(m) is LockResponse and m.sender == node)
         )
         c.crashes = self.crashes + 1
+        c.joiners = self.joiners - {node}
         c._new_version(Version(self.top_ver.major + 1, 0), Event.LEFT)
         return c
 
@@ -332,6 +337,7 @@ class PmeCluster(Cluster):
         c = self.copy()
         c.alive = self.alive | {node}
         c.restarted = self.restarted - {node}
+        c.joiners = self.joiners | {node}
         c._new_version(Version(self.top_ver.major + 1, 0), Event.JOINED)
         return c
 
@@ -392,7 +398,7 @@ class PmeCluster(Cluster):
         c = self.copy()
         assigned = [n for n in self.ideal_owners() if n in self.alive]
         demote = bool(self.pending & {Event.JOINED, Event.BASELINE})
-        now_lost = {p for p in range(self.config.partitions) if not self._owning_copies(p)}
+        now_lost = {p for p in range(self.config.partitions) if self._lost_now(p)}
         demands = []
         for n in sorted(self.alive):
             copies: dict[int, Copy] = {}
@@ -402,8 +408,8 @@ class PmeCluster(Cluster):
                     continue
                 copies[p] = new
                 counter = c.nodes[n].counters.setdefault(p, PartitionUpdateCounter())
-                if p in now_lost:
-                    continue
+                if p in now_lost or p in self.lost:
+                    continue  # a LOST partition waits for the operator: nothing moves
                 if new.state in (PartState.OWNING, PartState.MOVING):
                     counter.update_lwm(self._max_lwm(p))
                 if new.state is PartState.MOVING:
@@ -421,6 +427,7 @@ class PmeCluster(Cluster):
         c.ready_ver = self.top_ver
         c.pending = frozenset()
         c.singles = {}
+        c.joiners = frozenset()
         return c
 
     def _owning_copies(self, part: int) -> list[str]:
@@ -430,13 +437,18 @@ class PmeCluster(Cluster):
             if (i := self.singles[n].get(part)) and i.state is PartState.OWNING
         ]
 
+    def _lost_now(self, part: int) -> bool:
+        """No server that was in the topology at ready_ver has an OWNING copy: a copy that comes back with a
+        joining server vouches for nothing on its own (it may lack what the owners that left had)."""
+        return set(self._owning_copies(part)) <= self.joiners
+
     def _max_lwm(self, part: int) -> int:
         return max((self.singles[n][part].lwm for n in self._owning_copies(part)), default=0)
 
     def _new_state(self, node: str, part: int, assigned: bool, demote: bool) -> Copy | None:
         """The copy's state after the exchange (None: no copy)."""
         current = self.states[node].get(part)
-        if part in self.lost or not self._owning_copies(part):
+        if part in self.lost or self._lost_now(part):
             return current
         if not assigned:
             return Copy(PartState.RENTING) if current else None

@@ -83,10 +83,11 @@ VARIABLES
                 \*   e.g. ("s2" :> (0 :> [lwm |-> 3, state |-> "OWNING", hist |-> 0]))
     rebal,      \* rebalancing messages in flight (Demand, Supply), e.g. {[type |-> "Demand", part |-> 0,
                 \*   sender |-> "s1", to |-> "s2", mode |-> "historical", after |-> 2, upto |-> 3]}
-    crashes     \* server crashes so far, e.g. 1
+    crashes,    \* server crashes so far, e.g. 1
+    joiners     \* servers that joined since readyVer (their copies are not yet vouched for), e.g. {"s1"}
 
 txVars == <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs, action>>
-pmeVars == <<state, baseline, lost, pending, singles, rebal, crashes>>
+pmeVars == <<state, baseline, lost, pending, singles, rebal, crashes, joiners>>
 vars == <<txVars, pmeVars>>
 
 Tx == INSTANCE TxCounters
@@ -156,6 +157,7 @@ Init ==
     /\ singles = <<>>
     /\ rebal = {}
     /\ crashes = 0
+    /\ joiners = {}
 
 -----------------------------------------------------------------------------
 (* Transactions: spec/TxCounters.tla's steps, on writable partitions        *)
@@ -184,6 +186,7 @@ NodeFail(n) ==
     /\ counter' = [counter EXCEPT ![n] = <<>>]
     /\ msgs' = {m \in msgs : Tx!Receiver(m) # n /\ ~(m.type = "LockResponse" /\ m.sender = n)}
     /\ crashes' = crashes + 1
+    /\ joiners' = joiners \ {n}
     /\ NewVersion(<<topVer[1] + 1, 0>>, "left")
     /\ action' = Step("NodeFail", n)
     /\ UNCHANGED <<restarted, readyVer, owners, near, wal, state, baseline, lost>>
@@ -205,6 +208,7 @@ Join(n) ==
     /\ topVer = readyVer
     /\ alive' = alive \cup {n}
     /\ restarted' = restarted \ {n}
+    /\ joiners' = joiners \cup {n}
     /\ NewVersion(<<topVer[1] + 1, 0>>, "joined")
     /\ action' = Step("Join", n)
     /\ UNCHANGED <<readyVer, owners, near, txs, counter, data, wal, msgs, state, baseline, lost, crashes>>
@@ -217,7 +221,8 @@ BaselineChange ==
     /\ baseline' = alive
     /\ NewVersion(<<topVer[1], topVer[2] + 1>>, "baseline")
     /\ action' = [name |-> "BaselineChange"]
-    /\ UNCHANGED <<alive, restarted, readyVer, owners, near, txs, counter, data, wal, msgs, state, lost, crashes>>
+    /\ UNCHANGED <<alive, restarted, readyVer, owners, near, txs, counter, data, wal, msgs, state, lost, crashes,
+                   joiners>>
 
 -----------------------------------------------------------------------------
 (* The exchange                                                             *)
@@ -243,11 +248,13 @@ SendSingle(n) ==
                             [lwm |-> ctr[p].lwm, state |-> state[n][p].state, hist |-> HistFrom(log, p, ctr[p].lwm)]])
     /\ action' = Step("SendSingle", n)
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, data, msgs,
-                   state, baseline, lost, pending, rebal, crashes>>
+                   state, baseline, lost, pending, rebal, crashes, joiners>>
 
 Coordinator == CHOOSE n \in alive : \A o \in alive : Index(n) <= Index(o)
 
-\* The coordinator's decision for partition p, from the single messages.
+\* The coordinator's decision for partition p, from the single messages. A partition is LOST when no
+\* server that was in the topology at readyVer has an OWNING copy: a copy that comes back with a server
+\* vouches for nothing on its own (it may lack what the owners that left had).
 OwningCopies(p) == {n \in DOMAIN singles : p \in DOMAIN singles[n] /\ singles[n][p].state = "OWNING"}
 MaxLwm(p) == Max({0} \cup {singles[n][p].lwm : n \in OwningCopies(p)})
 Suppliers(p) == {n \in OwningCopies(p) : singles[n][p].lwm = MaxLwm(p)}
@@ -270,7 +277,7 @@ SupplierFor(p, c) ==
 \* The state of n's copy of p after the exchange (Evicted: no copy).
 Evicted == [state |-> "EVICTED", init |-> 0]
 NewState(n, p, assigned, demote) ==
-    IF p \in lost \/ OwningCopies(p) = {} THEN IF p \in Copies(n) THEN state[n][p] ELSE Evicted
+    IF p \in lost \/ OwningCopies(p) \subseteq joiners THEN IF p \in Copies(n) THEN state[n][p] ELSE Evicted
     ELSE IF n \notin assigned THEN IF p \in Copies(n) THEN [state |-> "RENTING", init |-> 0] ELSE Evicted
     ELSE IF p \notin Copies(n) THEN [state |-> "MOVING", init |-> 0]
     ELSE IF singles[n][p].state = "MOVING" THEN state[n][p]
@@ -290,15 +297,16 @@ FullMessage ==
            demote == pending \cap {"joined", "baseline"} # {}
            new == [n \in alive |-> [p \in Parts |-> NewState(n, p, assigned, demote)]]
            copies(n) == {p \in Parts : new[n][p].state # "EVICTED"}
-           nowLost == {p \in Parts : OwningCopies(p) = {}}
-           moving == {<<n, p>> \in alive \X (Parts \ nowLost) : new[n][p].state = "MOVING"}
+           nowLost == {p \in Parts : OwningCopies(p) \subseteq joiners}
+           live == Parts \ (lost \cup nowLost)  \* a LOST partition waits for the operator: nothing moves
+           moving == {<<n, p>> \in alive \X live : new[n][p].state = "MOVING"}
            ctr(n, p) == IF p \in Copies(n) THEN counter[n][p] ELSE Ctr!NewCounter
            ready(n) == \A p \in Parts : p \in copies(n) /\ new[n][p].state = "OWNING"
        IN /\ state' = [n \in Servers |-> IF n \in alive THEN [p \in copies(n) |-> new[n][p]] ELSE state[n]]
           /\ counter' = [n \in Servers |->
                            IF n \notin alive THEN counter[n]
                            ELSE [p \in copies(n) |->
-                                   IF p \notin nowLost /\ new[n][p].state \in {"OWNING", "MOVING"}
+                                   IF p \in live /\ new[n][p].state \in {"OWNING", "MOVING"}
                                    THEN Ctr!UpdateLwm(ctr(n, p), MaxLwm(p)) ELSE ctr(n, p)]]
           /\ rebal' = {LET p == nm[2]
                            init == new[nm[1]][p].init
@@ -312,6 +320,7 @@ FullMessage ==
     /\ readyVer' = topVer
     /\ pending' = {}
     /\ singles' = <<>>
+    /\ joiners' = {}
     /\ action' = Step("FullMessage", Coordinator)
     /\ UNCHANGED <<alive, restarted, topVer, near, txs, data, wal, msgs, baseline, crashes>>
 
@@ -338,7 +347,7 @@ Supply(n, p, d) ==
                          after |-> Max({m.after} \cup {pos(e) : e \in batch})]}
     /\ action' = [name |-> "Supply", node |-> n, part |-> p, peer |-> d]
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs,
-                   state, baseline, lost, pending, singles, crashes>>
+                   state, baseline, lost, pending, singles, crashes, joiners>>
 
 \* The demander applies a batch: entries newer than its own (logged to its WAL); after the last batch
 \* its counter is durable up to LWM (logged) and the copy is OWNING, else it asks for the next batch.
@@ -363,7 +372,7 @@ Rebalance(n, p) ==
                       /\ UNCHANGED state
     /\ action' = PartStep("Rebalance", n, p)
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, msgs,
-                   baseline, lost, pending, singles, crashes>>
+                   baseline, lost, pending, singles, crashes, joiners>>
 
 \* A RENTING copy is evicted (its data and counter dropped) once no copy of its partition is MOVING.
 Evict(n, p) ==
@@ -374,7 +383,7 @@ Evict(n, p) ==
     /\ data' = [data EXCEPT ![n] = [k \in {k \in DOMAIN @ : Part(k) # p} |-> @[k]]]
     /\ action' = PartStep("Evict", n, p)
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, wal, msgs,
-                   baseline, lost, pending, singles, rebal, crashes>>
+                   baseline, lost, pending, singles, rebal, crashes, joiners>>
 
 -----------------------------------------------------------------------------
 (* Quiescence                                                               *)
@@ -414,7 +423,7 @@ TypeOK ==
     /\ baseline \subseteq Servers /\ lost \subseteq Parts /\ pending \subseteq {"left", "joined", "baseline"}
     /\ \A n \in Servers : \A p \in Copies(n) : state[n][p].state \in {"OWNING", "MOVING", "RENTING"}
     /\ \A n \in alive \cup restarted : DOMAIN counter[n] = Copies(n)
-    /\ DOMAIN singles \subseteq alive
+    /\ DOMAIN singles \subseteq alive /\ joiners \subseteq alive
     /\ \A m \in rebal : m.type \in {"Demand", "Supply"} /\ {m.sender, m.to} \subseteq alive
 
 Copy(n, p) == n \in alive \cup restarted /\ p \in Copies(n)
@@ -471,10 +480,11 @@ AckedNeverLost ==
 DataIn(n, p) == [k \in {k \in DOMAIN data[n] : Part(k) = p} |-> data[n][k]]
 
 \* idle_verify is clean when nothing is in flight: the live OWNING copies of a partition agree on the
-\* counter (LWM and gaps) and the data, and every acknowledged update of it is there.
+\* counter (LWM and gaps) and the data, and every acknowledged update of it is there (LOST partitions
+\* are skipped: their copies wait for the operator's reset).
 IdleVerifyClean ==
     Quiet =>
-        \A p \in Parts, n, o \in alive :
+        \A p \in Parts \ lost, n, o \in alive :
             (StateOf(n, p) = "OWNING" /\ StateOf(o, p) = "OWNING") =>
                 /\ DataIn(n, p) = DataIn(o, p)
                 /\ counter[n][p].lwm = counter[o][p].lwm /\ counter[n][p].items = counter[o][p].items

@@ -28,6 +28,7 @@ from conformance.scenario import (
     write_outputs,
 )
 from impl.cluster import STEPS
+from impl.pme import PME_STEPS
 
 SCENARIOS = sorted(Path("scenarios").glob("*.json"))
 FIGURE1 = Path("scenarios/figure1-backup-reordering.json")
@@ -123,12 +124,14 @@ def test_the_schema_file_is_generated_from_the_model() -> None:
     assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), "run: python -m conformance.scenario"
 
 
-def test_the_step_models_take_exactly_the_cluster_steps_and_parameters() -> None:
+def test_the_step_models_take_exactly_the_steps_and_parameters_of_both_protocols() -> None:
     taken: dict[str, tuple[str, ...]] = {}
     for model in STEP_MODELS:
-        params = tuple(p for p in ("tx", "node") if p in model.model_fields)
+        params = tuple(p for p in ("tx", "node", "part", "peer") if p in model.model_fields)
         taken.update((tag, params) for tag in get_args(model.model_fields["step"].annotation))
-    assert taken == STEPS
+    assert taken == {**STEPS, **PME_STEPS}
+    # A step both protocols take has the same parameters in each.
+    assert all(PME_STEPS[name] == STEPS[name] for name in STEPS.keys() & PME_STEPS.keys())
 
 
 def test_the_counter_choices_are_tracking_and_every_counter_mutant() -> None:

@@ -3,7 +3,7 @@
 The 2PC part (alive, restarted, versions, owners, near, txs, counter, data, wal, msgs) maps as in
 conformance/mappings/tx_counters.py; the exchange and rebalancing variables map one to one onto
 PmeCluster's fields: state (copy states and initial counters), baseline, lost, pending (event kinds),
-singles (the coordinator's single messages), rebal (Demand and Supply messages) and crashes.
+singles (the coordinator's single messages), rebal (Demand and Supply messages), crashes and joiners.
 
 Spec-level rules kept here: MaxFailures bounds NodeFail (the spec counts crashes), BaselineAutoAdjust
 allows BaselineChange, and Done is the spec's terminal step once nothing is in flight. The cluster's
@@ -141,6 +141,7 @@ class PmeMapping(TxCountersMapping):
             singles=singles,
             rebal=frozenset(_demand_or_supply(m) for m in _set(state["rebal"])),
             crashes=_int(state["crashes"]),
+            joiners=frozenset(_str(n) for n in _set(state["joiners"])),
         )
         return TxReplay(cluster, state["action"])
 
@@ -169,6 +170,7 @@ class PmeMapping(TxCountersMapping):
             ),
             "rebal": frozenset(map(_rebal_value, c.rebal)),
             "crashes": c.crashes,
+            "joiners": frozenset(c.joiners),
         }
 
     # --- steps ---------------------------------------------------------------------------------------
