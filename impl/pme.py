@@ -47,6 +47,7 @@ class Event(StrEnum):
     LEFT = "left"
     JOINED = "joined"
     BASELINE = "baseline"
+    AFFINITY = "affinity"  # late affinity switch: rebalancing ended, the owner order changes
 
 
 class Mode(StrEnum):
@@ -145,6 +146,7 @@ PME_STEPS: dict[str, tuple[str, ...]] = {
     "Supply": ("node", "part", "peer"),
     "Rebalance": ("node", "part"),
     "Evict": ("node", "part"),
+    "TruncateWal": ("node",),
 }
 
 
@@ -166,7 +168,7 @@ class PmeCluster(Cluster):
     """The cluster with topology changes, exchanges and rebalancing; see the module docstring."""
 
     STEPS = PME_STEPS
-    EXTRA = ("states", "baseline", "lost", "pending", "singles", "rebal", "crashes", "joiners")
+    EXTRA = ("states", "baseline", "lost", "pending", "singles", "rebal", "crashes", "joiners", "history")
 
     __slots__ = EXTRA
     config: PmeConfig
@@ -183,6 +185,7 @@ class PmeCluster(Cluster):
         rebal: frozenset[RebalanceMessage],
         crashes: int,
         joiners: frozenset[str],
+        history: dict[str, dict[int, int]],
         **tx_state: Any,
     ) -> None:
         super().__init__(config, **tx_state)
@@ -194,6 +197,7 @@ class PmeCluster(Cluster):
         self.rebal = rebal  # demand and supply messages in flight
         self.crashes = crashes
         self.joiners = joiners  # joined since ready_ver: their copies are not yet vouched for
+        self.history = history  # per server and partition: its WAL archive holds records above this only
 
     @classmethod
     def initial(cls, config: Config) -> PmeCluster:
@@ -210,6 +214,7 @@ class PmeCluster(Cluster):
             rebal=frozenset(),
             crashes=0,
             joiners=frozenset(),
+            history={n: dict.fromkeys(range(config.partitions), 0) for n in config.servers},
             **{f: getattr(base, f) for f in Cluster.__slots__ if f != "config"},
         )
 
@@ -224,6 +229,7 @@ class PmeCluster(Cluster):
         clone.rebal = self.rebal
         clone.crashes = self.crashes
         clone.joiners = self.joiners
+        clone.history = {n: dict(parts) for n, parts in self.history.items()}
         return clone
 
     def __eq__(self, other: object) -> bool:
@@ -248,6 +254,21 @@ class PmeCluster(Cluster):
         """The affinity over the baseline: its first Backups+1 servers in the configured order."""
         members = set(self.baseline if baseline is None else baseline)
         return tuple(n for n in self.config.servers if n in members)[: self.config.backups + 1]
+
+    def assigned(self) -> list[str]:
+        """The live servers of the assignment, in its order."""
+        return [n for n in self.ideal_owners() if n in self.alive]
+
+    def owner_order(self) -> tuple[str, ...]:
+        """The owner list for the current copy states: servers whose copies are all OWNING first (late
+        affinity assignment: a server still rebalancing is no primary), in the assignment's order."""
+
+        def ready(n: str) -> bool:
+            copies = self.states[n]
+            return all(copies.get(p) == OWNING for p in range(self.config.partitions))
+
+        assigned = self.assigned()
+        return tuple([n for n in assigned if ready(n)] + [n for n in assigned if not ready(n)])
 
     def writable(self, tx: str) -> bool:
         """Writes to a LOST partition fail (READ_WRITE_SAFE, READ_ONLY_SAFE): the tx cannot start."""
@@ -376,7 +397,11 @@ class PmeCluster(Cluster):
                 gaps = counter.finalize()
                 n.disk = n.disk.log(RollbackRecord(part, first - 1, last - first + 1) for first, last in gaps)
         c.singles[node] = {
-            part: PartInfo(ctr.lwm, self.states[node][part].state, hist_from(n.disk, part, ctr.lwm, c.config))
+            part: PartInfo(
+                ctr.lwm,
+                self.states[node][part].state,
+                hist_from(n.disk, part, ctr.lwm, c.config, self.history[node][part]),
+            )
             for part, ctr in sorted(n.counters.items())
         }
         return c
@@ -396,7 +421,7 @@ class PmeCluster(Cluster):
         and the new owner list; transactions then map on the new version."""
         self._require(self._when_full_message(node), "FullMessage", node=node)
         c = self.copy()
-        assigned = [n for n in self.ideal_owners() if n in self.alive]
+        assigned = self.assigned()
         demote = bool(self.pending & {Event.JOINED, Event.BASELINE})
         now_lost = {p for p in range(self.config.partitions) if self._lost_now(p)}
         demands = []
@@ -416,12 +441,7 @@ class PmeCluster(Cluster):
                     demands.append(self._demand(n, p, new.init))
             c.states[n] = copies
         c.lost = self.lost | now_lost
-
-        def ready(n: str) -> bool:
-            copies = c.states[n]
-            return all(p in copies and copies[p] == OWNING for p in range(self.config.partitions))
-
-        owner_list = tuple([n for n in assigned if ready(n)] + [n for n in assigned if not ready(n)])
+        owner_list = c.owner_order()
         c.owners = {p: owner_list for p in range(self.config.partitions)}
         c.rebal = frozenset(demands)
         c.ready_ver = self.top_ver
@@ -481,6 +501,31 @@ class PmeCluster(Cluster):
             return Demand(part, demander, historical[0], Mode.HISTORICAL, init, best)
         return Demand(part, demander, suppliers[0], Mode.FULL, 0, best)
 
+    # --- WAL history ---------------------------------------------------------------------------------------
+
+    def _when_truncate_wal(self, node: str) -> bool | None:
+        if node not in self.alive or node in self.singles:
+            return None
+        if any(node in (m.sender, m.to) for m in self.rebal):
+            return None  # history offered in the single message or used by rebalancing is reserved
+        behind = any(
+            copy.state is PartState.OWNING and self.nodes[node].counters[p].lwm > self.history[node][p]
+            for p, copy in self.states[node].items()
+        )
+        return True if behind else None
+
+    def truncate_wal(self, node: str) -> PmeCluster:
+        """Checkpoint and truncate the WAL archive: records at or below each OWNING copy's LWM are in the
+        checkpoint's pages, no longer available to supply a historical rebalance."""
+        self._require(self._when_truncate_wal(node), "TruncateWal", node=node)
+        c = self.copy()
+        n = c.nodes[node]
+        n.disk = n.disk.checkpoint(n.counters, n.data)
+        for p, copy in self.states[node].items():
+            if copy.state is PartState.OWNING:
+                c.history[node][p] = max(self.history[node][p], n.counters[p].lwm)
+        return c
+
     # --- rebalancing ---------------------------------------------------------------------------------------
 
     def _when_supply(self, node: str, part: int, peer: str) -> Demand | None:
@@ -507,7 +552,7 @@ class PmeCluster(Cluster):
                 for r in n.disk.records()
                 if isinstance(r, DataRecord)
                 and self.config.partition(r.key) == part
-                and demand.after < r.cntr <= demand.upto
+                and max(demand.after, self.history[node][part]) < r.cntr <= demand.upto
             }
             pool = sorted(logged, key=lambda e: e.cntr)
             position = [e.cntr for e in pool]
@@ -531,7 +576,9 @@ class PmeCluster(Cluster):
 
     def rebalance(self, node: str, part: int) -> PmeCluster:
         """Apply a batch: entries newer than the copy's own, logged to the WAL. After the last batch the
-        counter is durable up to LWM (logged) and the copy is OWNING; else ask for the next batch."""
+        counter is durable up to LWM (logged) and the copy is OWNING - and when that ends the version's
+        rebalancing and changes the owner order, the late affinity switch starts an exchange on a new
+        minor version (the primary changes only at exchanges); else ask for the next batch."""
         supply: Supply = self._require(self._when_rebalance(node, part), "Rebalance", node=node, part=part)
         c = self.copy()
         n = c.nodes[node]
@@ -548,7 +595,9 @@ class PmeCluster(Cluster):
         if supply.last:
             records.append(RebalancedRecord(part, n.counters[part].lwm))
             c.states[node][part] = OWNING
-            c.rebal = self.rebal - {supply}
+            c.rebal = frozenset()
+            if self.rebal == {supply} and c.owner_order() != self.owners[0]:
+                c._new_version(Version(self.top_ver.major, self.top_ver.minor + 1), Event.AFFINITY)
         else:
             more = Demand(part, node, supply.sender, supply.mode, supply.after, supply.upto)
             c.rebal = (self.rebal - {supply}) | {more}
@@ -565,6 +614,7 @@ class PmeCluster(Cluster):
         self._require(self._when_evict(node, part), "Evict", node=node, part=part)
         c = self.copy()
         del c.states[node][part]
+        c.history[node][part] = 0
         n = c.nodes[node]
         n.counters.pop(part, None)
         n.data = {k: e for k, e in n.data.items() if self.config.partition(k) != part}
@@ -584,10 +634,11 @@ def durable_counters(disk: Disk, part: int, config: Config) -> set[int]:
     return durable
 
 
-def hist_from(disk: Disk, part: int, lwm: int, config: Config) -> int:
-    """How far back the WAL can supply `part` up to `lwm`: the highest counter <= lwm it lacks (0: all)."""
+def hist_from(disk: Disk, part: int, lwm: int, config: Config, truncated: int) -> int:
+    """How far back the WAL can supply `part` up to `lwm`: the truncated history, or the highest counter
+    <= lwm it lacks (0: all)."""
     durable = durable_counters(disk, part, config)
-    return max((c for c in range(1, lwm + 1) if c not in durable), default=0)
+    return max([truncated, *(c for c in range(1, lwm + 1) if c not in durable)])
 
 
 def idle_verify(cluster: PmeCluster) -> IdleVerifyResult:

@@ -40,9 +40,9 @@
 (* Simplifications beyond TxCounters':                                     *)
 (*  - every partition shares one owner list; its order puts servers whose  *)
 (*    copies are all OWNING first (Ignite's late affinity assignment keeps *)
-(*    a MOVING copy from being primary, per partition); the switch back to *)
-(*    the ideal primary after rebalancing (a minor-version exchange in     *)
-(*    Ignite) is not modeled: the primary moves only at exchanges;         *)
+(*    a MOVING copy from being primary, per partition); when rebalancing   *)
+(*    ends, the switch back to the ideal order is an exchange on a new     *)
+(*    minor version, as Ignite's late affinity switch;                     *)
 (*  - the full message is applied by all servers in one step: no server   *)
 (*    acts on the new version before it applied it, and no transaction of *)
 (*    the old version is left, so nothing can observe the moment between; *)
@@ -67,9 +67,11 @@ CONSTANTS
     MaxFailures,          \* server crashes allowed in a behavior, e.g. 1
     BaselineAutoAdjust,   \* may the operator set the baseline to the live servers? e.g. FALSE
     WalRebalanceThreshold,\* historical rebalance only for partitions with at least this many entries, e.g. 0
-    BatchSize             \* entries per supply message, e.g. 2
+    BatchSize,            \* entries per supply message, e.g. 2
+    WalTruncation         \* may servers truncate their WAL archive (history for rebalancing)? e.g. FALSE
 
 ASSUME /\ BaselineAutoAdjust \in BOOLEAN /\ WalRebalanceThreshold \in Nat /\ BatchSize \in Nat \ {0}
+       /\ WalTruncation \in BOOLEAN
 
 VARIABLES
     alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs, action,
@@ -84,10 +86,11 @@ VARIABLES
     rebal,      \* rebalancing messages in flight (Demand, Supply), e.g. {[type |-> "Demand", part |-> 0,
                 \*   sender |-> "s1", to |-> "s2", mode |-> "historical", after |-> 2, upto |-> 3]}
     crashes,    \* server crashes so far, e.g. 1
-    joiners     \* servers that joined since readyVer (their copies are not yet vouched for), e.g. {"s1"}
+    joiners,    \* servers that joined since readyVer (their copies are not yet vouched for), e.g. {"s1"}
+    history     \* history[n][p]: the WAL archive holds p's records above this counter only, e.g. ("s1" :> (0 :> 2))
 
 txVars == <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs, action>>
-pmeVars == <<state, baseline, lost, pending, singles, rebal, crashes, joiners>>
+pmeVars == <<state, baseline, lost, pending, singles, rebal, crashes, joiners, history>>
 vars == <<txVars, pmeVars>>
 
 Tx == INSTANCE TxCounters
@@ -115,6 +118,9 @@ Owning == [state |-> "OWNING", init |-> 0]
 IdealOwners(b) == LET inBaseline == SelectSeq([i \in 1..ServerCount |-> Tx!Server(i)], LAMBDA s : s \in b)
                   IN SubSeq(inBaseline, 1, IF Len(inBaseline) < Backups + 1 THEN Len(inBaseline) ELSE Backups + 1)
 
+\* The live servers of the assignment, in its order.
+Assigned == SelectSeq(IdealOwners(baseline), LAMBDA s : s \in alive)
+
 \* Writes to a LOST partition fail; a transaction writing one never starts.
 Writable(t) == {Part(k) : k \in Tx!Writes[t]} \cap lost = {}
 
@@ -124,8 +130,9 @@ Durable(recs, p) ==
     \cup UNION {Ctr!RangeCounters(<<r.start, r.delta>>) : r \in {r \in recs : r.type = "rollback" /\ r.part = p}}
     \cup UNION {1..r.lwm : r \in {r \in recs : r.type = "rebalanced" /\ r.part = p}}
 
-\* How far back the WAL can supply partition p up to LWM l: the highest counter <= l it lacks (0: all).
-HistFrom(recs, p, l) == Max({0} \cup {c \in 1..l : c \notin Durable(recs, p)})
+\* How far back n's WAL can supply partition p up to LWM l: the truncated history, or the highest
+\* counter <= l it lacks (0: all).
+HistFrom(n, recs, p, l) == Max({history[n][p]} \cup {c \in 1..l : c \notin Durable(recs, p)})
 
 \* A copy rebuilt from the disk: OWNING and RENTING copies replay the WAL (data, rollback and rebalanced
 \* records; HWM = highest applied), a MOVING copy restarts from its initial counter.
@@ -134,6 +141,12 @@ RestoredCounter(n, p) ==
     THEN [Ctr!NewCounter EXCEPT !.lwm = state[n][p].init, !.hwm = state[n][p].init]
     ELSE Ctr!Restore(Ctr!Summarize(Ctr!NewCounter, 0, Durable(wal[n], p)))
 RestoredData(n) == [k \in {k \in DOMAIN Tx!RestoredData(n) : Part(k) \in Copies(n)} |-> Tx!RestoredData(n)[k]]
+
+\* The owner list for copy states st: the assignment's servers whose copies are all OWNING first (late
+\* affinity assignment: a server still rebalancing is no primary), in the assignment's order.
+OwnerOrder(st, list) ==
+    LET ready(s) == \A p \in Parts : p \in DOMAIN st[s] /\ st[s][p].state = "OWNING"
+    IN SelectSeq(list, ready) \o SelectSeq(list, LAMBDA s : ~ready(s))
 
 \* A topology event: a new version, the exchange's messages and rebalancing of the old one cancelled.
 NewVersion(ver, kind) ==
@@ -158,6 +171,7 @@ Init ==
     /\ rebal = {}
     /\ crashes = 0
     /\ joiners = {}
+    /\ history = [n \in Servers |-> [p \in Parts |-> 0]]
 
 -----------------------------------------------------------------------------
 (* Transactions: spec/TxCounters.tla's steps, on writable partitions        *)
@@ -189,7 +203,7 @@ NodeFail(n) ==
     /\ joiners' = joiners \ {n}
     /\ NewVersion(<<topVer[1] + 1, 0>>, "left")
     /\ action' = Step("NodeFail", n)
-    /\ UNCHANGED <<restarted, readyVer, owners, near, wal, state, baseline, lost>>
+    /\ UNCHANGED <<restarted, readyVer, owners, near, wal, state, baseline, lost, history>>
 
 \* A crashed server starts again: its copies rebuilt from its disk. It is not in the topology yet.
 Restart(n) ==
@@ -211,7 +225,8 @@ Join(n) ==
     /\ joiners' = joiners \cup {n}
     /\ NewVersion(<<topVer[1] + 1, 0>>, "joined")
     /\ action' = Step("Join", n)
-    /\ UNCHANGED <<readyVer, owners, near, txs, counter, data, wal, msgs, state, baseline, lost, crashes>>
+    /\ UNCHANGED <<readyVer, owners, near, txs, counter, data, wal, msgs, state, baseline, lost, crashes,
+                   history>>
 
 \* The operator (or baseline auto-adjust) sets the baseline to the live servers: a minor version whose
 \* exchange moves partitions to the new affinity.
@@ -222,33 +237,39 @@ BaselineChange ==
     /\ NewVersion(<<topVer[1], topVer[2] + 1>>, "baseline")
     /\ action' = [name |-> "BaselineChange"]
     /\ UNCHANGED <<alive, restarted, readyVer, owners, near, txs, counter, data, wal, msgs, state, lost, crashes,
-                   joiners>>
+                   joiners, history>>
 
 -----------------------------------------------------------------------------
 (* The exchange                                                             *)
 
-\* A server learns of the new version and waits for partition release: its transactions of the old
-\* version finish, then a latch across the servers (Ignite's exchange latch) and a second local wait catch
-\* a transaction whose prepare request reached it after its first wait - together: no server holds an
-\* old transaction, and no tx recovery is due. Then it finalizes its counters if a server left
-\* (GapFinalization: holes closed, logged as rollback records) and sends the coordinator its single
-\* message.
+\* Partition release: a server's transactions of the old version finish, then a latch across the
+\* servers (Ignite's exchange latch) and a second local wait catch a transaction whose prepare request
+\* reached it after its first wait - together: no server holds an old transaction, and no tx recovery
+\* is due.
+Released == \A t \in Txs : ~Tx!RecoveryDue(t) /\ \A m \in alive : ~Tx!HasActive(m, t)
+
+\* Counters are finalized at the exchange after a server left.
+FinalizesCounters == "left" \in pending
+
+\* A server learns of the new version; once partitions are released it finalizes its counters if a
+\* server left (GapFinalization: holes closed, logged as rollback records) and sends the coordinator
+\* its single message.
 SendSingle(n) ==
     /\ n \in alive
     /\ topVer # readyVer
     /\ n \notin DOMAIN singles
-    /\ \A t \in Txs : ~Tx!RecoveryDue(t) /\ \A m \in alive : ~Tx!HasActive(m, t)
-    /\ LET finalize == "left" \in pending
+    /\ Released
+    /\ LET finalize == FinalizesCounters
            ctr == [p \in Copies(n) |-> IF finalize THEN Fin!Finalized(counter[n][p]) ELSE counter[n][p]]
            log == IF finalize THEN wal[n] \cup UNION {Fin!GapRecords(p, counter[n][p]) : p \in Copies(n)}
                   ELSE wal[n]
        IN /\ counter' = [counter EXCEPT ![n] = ctr]
           /\ wal' = [wal EXCEPT ![n] = log]
           /\ singles' = singles @@ (n :> [p \in Copies(n) |->
-                            [lwm |-> ctr[p].lwm, state |-> state[n][p].state, hist |-> HistFrom(log, p, ctr[p].lwm)]])
+                            [lwm |-> ctr[p].lwm, state |-> state[n][p].state, hist |-> HistFrom(n, log, p, ctr[p].lwm)]])
     /\ action' = Step("SendSingle", n)
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, data, msgs,
-                   state, baseline, lost, pending, rebal, crashes, joiners>>
+                   state, baseline, lost, pending, rebal, crashes, joiners, history>>
 
 Coordinator == CHOOSE n \in alive : \A o \in alive : Index(n) <= Index(o)
 
@@ -274,6 +295,9 @@ SupplierFor(p, c) ==
     IF \E s \in Suppliers(p) : Historical(s, p, c) THEN First({s \in Suppliers(p) : Historical(s, p, c)})
     ELSE First(Suppliers(p))
 
+\* The full message's update(max LWM) on a copy: it raises HWM too (a new primary's).
+FullUpdate(ctr, v) == Ctr!UpdateLwm(ctr, v)
+
 \* The state of n's copy of p after the exchange (Evicted: no copy).
 Evicted == [state |-> "EVICTED", init |-> 0]
 NewState(n, p, assigned, demote) ==
@@ -292,8 +316,7 @@ FullMessage ==
     /\ topVer # readyVer
     /\ alive # {}
     /\ DOMAIN singles = alive
-    /\ LET assignedList == SelectSeq(IdealOwners(baseline), LAMBDA s : s \in alive)
-           assigned == Range(assignedList)
+    /\ LET assigned == Range(Assigned)
            demote == pending \cap {"joined", "baseline"} # {}
            new == [n \in alive |-> [p \in Parts |-> NewState(n, p, assigned, demote)]]
            copies(n) == {p \in Parts : new[n][p].state # "EVICTED"}
@@ -301,13 +324,12 @@ FullMessage ==
            live == Parts \ (lost \cup nowLost)  \* a LOST partition waits for the operator: nothing moves
            moving == {<<n, p>> \in alive \X live : new[n][p].state = "MOVING"}
            ctr(n, p) == IF p \in Copies(n) THEN counter[n][p] ELSE Ctr!NewCounter
-           ready(n) == \A p \in Parts : p \in copies(n) /\ new[n][p].state = "OWNING"
        IN /\ state' = [n \in Servers |-> IF n \in alive THEN [p \in copies(n) |-> new[n][p]] ELSE state[n]]
           /\ counter' = [n \in Servers |->
                            IF n \notin alive THEN counter[n]
                            ELSE [p \in copies(n) |->
                                    IF p \in live /\ new[n][p].state \in {"OWNING", "MOVING"}
-                                   THEN Ctr!UpdateLwm(ctr(n, p), MaxLwm(p)) ELSE ctr(n, p)]]
+                                   THEN FullUpdate(ctr(n, p), MaxLwm(p)) ELSE ctr(n, p)]]
           /\ rebal' = {LET p == nm[2]
                            init == new[nm[1]][p].init
                            s == SupplierFor(p, init)
@@ -316,27 +338,28 @@ FullMessage ==
                            mode |-> IF hist THEN "historical" ELSE "full",
                            after |-> IF hist THEN init ELSE 0, upto |-> MaxLwm(p)] : nm \in moving}
           /\ lost' = lost \cup nowLost
-          /\ owners' = SelectSeq(assignedList, ready) \o SelectSeq(assignedList, LAMBDA s : ~ready(s))
+          /\ owners' = OwnerOrder(state', Assigned)
     /\ readyVer' = topVer
     /\ pending' = {}
     /\ singles' = <<>>
     /\ joiners' = {}
     /\ action' = Step("FullMessage", Coordinator)
-    /\ UNCHANGED <<alive, restarted, topVer, near, txs, data, wal, msgs, baseline, crashes>>
+    /\ UNCHANGED <<alive, restarted, topVer, near, txs, data, wal, msgs, baseline, crashes, history>>
 
 -----------------------------------------------------------------------------
 (* Rebalancing                                                              *)
 
 \* The supplier answers a demand with the next batch: historical - its WAL's data records of p with
-\* counters in (after, upto], by counter; full - its entries of p with keys above `after`, by key.
+\* counters in (after, upto] still in its archive, by counter; full - its entries of p with keys above
+\* `after`, by key.
 Supply(n, p, d) ==
     /\ \E m \in rebal :
         /\ m.type = "Demand" /\ m.to = n /\ m.part = p /\ m.sender = d
         /\ LET hist == m.mode = "historical"
                pool == IF hist
                        THEN {[key |-> r.key, tx |-> r.tx, cntr |-> r.cntr] :
-                             r \in {r \in wal[n] : r.type = "data" /\ Part(r.key) = p
-                                                   /\ r.cntr > m.after /\ r.cntr <= m.upto}}
+                             r \in {r \in wal[n] : r.type = "data" /\ Part(r.key) = p /\ r.cntr <= m.upto
+                                                   /\ r.cntr > Max({m.after, history[n][p]})}}
                        ELSE {[key |-> k, tx |-> data[n][k].tx, cntr |-> data[n][k].cntr] :
                              k \in {k \in DOMAIN data[n] : Part(k) = p /\ k > m.after}}
                pos(e) == IF hist THEN e.cntr ELSE e.key
@@ -347,10 +370,13 @@ Supply(n, p, d) ==
                          after |-> Max({m.after} \cup {pos(e) : e \in batch})]}
     /\ action' = [name |-> "Supply", node |-> n, part |-> p, peer |-> d]
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs,
-                   state, baseline, lost, pending, singles, crashes, joiners>>
+                   state, baseline, lost, pending, singles, crashes, joiners, history>>
 
 \* The demander applies a batch: entries newer than its own (logged to its WAL); after the last batch
 \* its counter is durable up to LWM (logged) and the copy is OWNING, else it asks for the next batch.
+\* When the last rebalancing of the version ends and the owner order changes (a server that caught up
+\* comes before the ones that were primary meanwhile), the late affinity switch starts an exchange on a
+\* new minor version: the primary changes only there, where update(max) raises the new primary's HWM.
 Rebalance(n, p) ==
     /\ \E m \in rebal :
         /\ m.type = "Supply" /\ m.to = n /\ m.part = p
@@ -364,26 +390,49 @@ Rebalance(n, p) ==
               /\ wal' = [wal EXCEPT ![n] = @ \cup done \cup
                            {[type |-> "data", key |-> e.key, tx |-> e.tx, cntr |-> e.cntr] : e \in best}]
               /\ IF m.last
-                 THEN /\ state' = [state EXCEPT ![n][p] = Owning]
-                      /\ rebal' = rebal \ {m}
+                 THEN LET owned == [state EXCEPT ![n][p] = Owning]
+                          switch == rebal = {m} /\ OwnerOrder(owned, Assigned) # owners
+                      IN /\ state' = owned
+                         /\ IF switch
+                            THEN NewVersion(<<topVer[1], topVer[2] + 1>>, "affinity")
+                            ELSE /\ rebal' = {}
+                                 /\ UNCHANGED <<topVer, pending, singles>>
                  ELSE /\ rebal' = (rebal \ {m}) \cup
                                   {[type |-> "Demand", part |-> p, sender |-> n, to |-> m.sender,
                                     mode |-> m.mode, after |-> m.after, upto |-> m.upto]}
-                      /\ UNCHANGED state
+                      /\ UNCHANGED <<state, topVer, pending, singles>>
     /\ action' = PartStep("Rebalance", n, p)
-    /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, msgs,
-                   baseline, lost, pending, singles, crashes, joiners>>
+    /\ UNCHANGED <<alive, restarted, readyVer, owners, near, txs, counter, msgs,
+                   baseline, lost, crashes, joiners, history>>
 
 \* A RENTING copy is evicted (its data and counter dropped) once no copy of its partition is MOVING.
 Evict(n, p) ==
     /\ StateOf(n, p) = "RENTING"
     /\ \A o \in alive : StateOf(o, p) # "MOVING"
     /\ state' = [state EXCEPT ![n] = [q \in Copies(n) \ {p} |-> @[q]]]
+    /\ history' = [history EXCEPT ![n][p] = 0]
     /\ counter' = [counter EXCEPT ![n] = [q \in DOMAIN @ \ {p} |-> @[q]]]
     /\ data' = [data EXCEPT ![n] = [k \in {k \in DOMAIN @ : Part(k) # p} |-> @[k]]]
     /\ action' = PartStep("Evict", n, p)
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, wal, msgs,
                    baseline, lost, pending, singles, rebal, crashes, joiners>>
+
+\* A server checkpoints and truncates its WAL archive: the records at or below each OWNING copy's LWM
+\* are in the checkpoint's pages (restart still finds them, which is why the model keeps them in wal),
+\* but no longer available to supply a historical rebalance. History the server offered in its single
+\* message, or that rebalancing it takes part in may ask of it, is reserved (Ignite reserves WAL
+\* history for the exchange and for preloading): no truncation meanwhile.
+TruncateWal(n) ==
+    /\ WalTruncation
+    /\ n \in alive
+    /\ n \notin DOMAIN singles
+    /\ \A m \in rebal : n \notin {m.sender, m.to}
+    /\ \E p \in Copies(n) : state[n][p].state = "OWNING" /\ counter[n][p].lwm > history[n][p]
+    /\ history' = [history EXCEPT ![n] = [p \in Parts |->
+                      IF StateOf(n, p) = "OWNING" THEN Max({@[p], counter[n][p].lwm}) ELSE @[p]]]
+    /\ action' = Step("TruncateWal", n)
+    /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs,
+                   state, baseline, lost, pending, singles, rebal, crashes, joiners>>
 
 -----------------------------------------------------------------------------
 (* Quiescence                                                               *)
@@ -403,7 +452,7 @@ Done ==
 
 Next ==
     \/ TxStep
-    \/ \E n \in Servers : NodeFail(n) \/ Restart(n) \/ Join(n) \/ SendSingle(n)
+    \/ \E n \in Servers : NodeFail(n) \/ Restart(n) \/ Join(n) \/ SendSingle(n) \/ TruncateWal(n)
     \/ BaselineChange
     \/ FullMessage
     \/ \E n, d \in Servers, p \in Parts : Supply(n, p, d)
@@ -420,7 +469,7 @@ LiveSpec == Spec /\ WF_vars(Next)
 
 TypeOK ==
     /\ Tx!TypeOK
-    /\ baseline \subseteq Servers /\ lost \subseteq Parts /\ pending \subseteq {"left", "joined", "baseline"}
+    /\ baseline \subseteq Servers /\ lost \subseteq Parts /\ pending \subseteq {"left", "joined", "baseline", "affinity"}
     /\ \A n \in Servers : \A p \in Copies(n) : state[n][p].state \in {"OWNING", "MOVING", "RENTING"}
     /\ \A n \in alive \cup restarted : DOMAIN counter[n] = Copies(n)
     /\ DOMAIN singles \subseteq alive /\ joiners \subseteq alive

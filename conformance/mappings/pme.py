@@ -3,11 +3,12 @@
 The 2PC part (alive, restarted, versions, owners, near, txs, counter, data, wal, msgs) maps as in
 conformance/mappings/tx_counters.py; the exchange and rebalancing variables map one to one onto
 PmeCluster's fields: state (copy states and initial counters), baseline, lost, pending (event kinds),
-singles (the coordinator's single messages), rebal (Demand and Supply messages), crashes and joiners.
+singles (the coordinator's single messages), rebal (Demand and Supply messages), crashes, joiners and
+history (where each WAL archive was truncated).
 
 Spec-level rules kept here: MaxFailures bounds NodeFail (the spec counts crashes), BaselineAutoAdjust
-allows BaselineChange, and Done is the spec's terminal step once nothing is in flight. The cluster's
-Checkpoint is a stuttering step of the spec.
+allows BaselineChange, WalTruncation allows TruncateWal, and Done is the spec's terminal step once nothing
+is in flight. The cluster's Checkpoint is a stuttering step of the spec.
 """
 
 from __future__ import annotations
@@ -96,11 +97,12 @@ class PmeMapping(TxCountersMapping):
         super().__init__(constants, cluster_class)
         try:
             self.auto_adjust = _bool(constants["BaselineAutoAdjust"])
+            self.truncation = _bool(constants["WalTruncation"])
         except (KeyError, ReplayError) as error:
             raise TidemarkError(
                 f"model constants do not fit PME: {error}",
                 source="PME model",
-                expected="BaselineAutoAdjust (TRUE or FALSE), WalRebalanceThreshold, BatchSize",
+                expected="BaselineAutoAdjust, WalTruncation (booleans), WalRebalanceThreshold, BatchSize",
             ) from error
 
     def make_config(self, constants: Mapping[str, Value], **fields: Any) -> Config:
@@ -142,6 +144,9 @@ class PmeMapping(TxCountersMapping):
             rebal=frozenset(_demand_or_supply(m) for m in _set(state["rebal"])),
             crashes=_int(state["crashes"]),
             joiners=frozenset(_str(n) for n in _set(state["joiners"])),
+            history={
+                _str(n): {_int(p): _int(h) for p, h in _pairs(parts)} for n, parts in _pairs(state["history"])
+            },
         )
         return TxReplay(cluster, state["action"])
 
@@ -171,6 +176,7 @@ class PmeMapping(TxCountersMapping):
             "rebal": frozenset(map(_rebal_value, c.rebal)),
             "crashes": c.crashes,
             "joiners": frozenset(c.joiners),
+            "history": make_function({n: make_function(parts) for n, parts in c.history.items()}),
         }
 
     # --- steps ---------------------------------------------------------------------------------------
@@ -186,7 +192,8 @@ class PmeMapping(TxCountersMapping):
         return cast(PmeCluster, cluster).crashes < self.max_failures
 
     def _allowed(self, step: Step, cluster: Cluster) -> bool:
-        return super()._allowed(step, cluster) and (step.name != "BaselineChange" or self.auto_adjust)
+        switches = {"BaselineChange": self.auto_adjust, "TruncateWal": self.truncation}
+        return super()._allowed(step, cluster) and switches.get(step.name, True)
 
 
 def build(constants: Mapping[str, Value], mutant: str | None = None) -> PmeMapping:
