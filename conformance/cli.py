@@ -154,6 +154,39 @@ def cmd_conform(args: argparse.Namespace) -> int:
     return 0 if result.holds else 1
 
 
+def cmd_zoo(args: argparse.Namespace) -> int:
+    from conformance.zoo import ZooResult, report_json, run_zoo
+
+    def shown(result: ZooResult) -> None:
+        if args.json:
+            return
+        mark = "[green]caught[/]" if result.caught else "[red]MISSED[/]"
+        spec, impl = result.spec, result.impl
+        spec_text = (
+            f"{spec.invariant} after {len(spec.trace)} states, {spec.seconds:.1f} s"
+            if spec.caught
+            else f"not caught ({spec.outcome})"
+        )
+        impl_text = (
+            f"{impl.mismatch.kind} mismatch at state {impl.states_replayed:,}, {impl.seconds:.1f} s"
+            if impl.caught and impl.mismatch
+            else f"not caught ({impl.states_replayed:,} states replayed)"
+        )
+        out.print(f"{mark} [bold]{result.name}[/]: {escape(result.title)}")
+        out.print(f"    spec (TLC): {escape(spec_text)}; impl (conformance): {escape(impl_text)}")
+
+    with progress(not args.json) as status:
+        status.phase("bug zoo: TLC on each spec variant, conformance on each mutant")
+        report = run_zoo(args.run_dir, args.only, _tlc_options(args), on_entry=shown)
+    if args.json:
+        print(report_json(report))
+    else:
+        caught = sum(r.caught for r in report.entries)
+        style = "green" if report.all_caught else "red"
+        out.print(f"[{style}]{caught}/{len(report.entries)} bugs caught on both sides[/]")
+    return 0 if report.all_caught else 1
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from conformance.simulate import simulate
 
@@ -453,6 +486,17 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     _tlc_arguments(simulate)
     simulate.set_defaults(run=cmd_simulate)
+
+    zoo = commands.add_parser(
+        "zoo", help="the bug zoo: each known bug caught by TLC (spec variant) and by conformance (mutant)"
+    )
+    zoo.add_argument("--only", nargs="+", metavar="NAME", help="run these entries only")
+    zoo.add_argument(
+        "--run-dir", type=Path, default=Path("runs/zoo"), help="configs and graphs (default runs/zoo)"
+    )
+    zoo.add_argument("--json", action="store_true", help="print one JSON object")
+    _tlc_arguments(zoo)
+    zoo.set_defaults(run=cmd_zoo)
 
     prove = commands.add_parser("prove", help="prove the counter's invariants inductive with z3")
     prove.add_argument("--k", type=int, default=4, help="out-of-order items covered by the proof (default 4)")

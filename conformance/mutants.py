@@ -7,13 +7,14 @@ machines against them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import ClassVar, TypeVar
 
 from conformance.errors import TidemarkError
-from impl.cluster import Cluster, Config, TxState
+from impl.cluster import Cluster, Config, NearState, NearTx, TxState
 from impl.counter import PartitionUpdateCounter
-from impl.pme import PmeCluster
+from impl.messages import LockRequest, Message
+from impl.pme import Demand, Mode, PartState, PmeCluster
 from impl.wal import DataRecord, RollbackRecord
 
 T = TypeVar("T")
@@ -70,8 +71,111 @@ CLUSTER_MUTANTS: dict[str, type[Cluster]] = {
 }
 
 
-# Mutants of the whole protocol (impl/pme.py): the bug zoo's implementation side.
-PME_MUTANTS: dict[str, type[PmeCluster]] = {}
+# --- the whole protocol (impl/pme.py): the bug zoo's implementation side ---------------------------------
+
+
+class PmeNoOutOfOrderTracking(PmeCluster):
+    """1. Every copy counts with NoOutOfOrderTrackingCounter: LWM jumps over holes."""
+
+    def _commit_on(self, node: str, tx: str, writes: frozenset[tuple[int, int]]) -> None:
+        counters = self.nodes[node].counters
+        for part, c in counters.items():
+            counters[part] = NoOutOfOrderTrackingCounter(c.lwm, c.hwm, c.items, c.first)
+        super()._commit_on(node, tx, writes)
+
+
+class StaleHwmAfterSwitch(PmeCluster):
+    """2. The full message's update(max LWM) leaves HWM alone: a new primary keeps its stale HWM."""
+
+    def full_message(self, node: str) -> PmeCluster:
+        after = super().full_message(node)
+        for name, n in after.nodes.items():
+            before = self.nodes[name].counters
+            for part, c in n.counters.items():
+                if part in before:
+                    n.counters[part] = PartitionUpdateCounter(c.lwm, before[part].hwm, c.items, c.first)
+        return after
+
+
+class FinalizeBeforeRelease(PmeCluster):
+    """3. The exchange finalizes without waiting for the old version's transactions to be released."""
+
+    def _released(self) -> bool:
+        return True
+
+
+class AnyOwningSupplies(PmeCluster):
+    """4. The supplier is the oldest OWNING copy, whatever its counter."""
+
+    def _demand(self, demander: str, part: int, init: int) -> Demand:
+        supplier = next(n for n in self.config.servers if n in self._owning_copies(part))
+        best = self._max_lwm(part)
+        if self._historical(supplier, part, init):
+            return Demand(part, demander, supplier, Mode.HISTORICAL, init, best)
+        return Demand(part, demander, supplier, Mode.FULL, 0, best)
+
+
+class PmePrimaryRollbackFirst(PrimaryRollbackFirst, PmeCluster):
+    """5. The primary rolls back (update and rollback record) before its backups finished."""
+
+
+class MapToAnotherOwner(PmeCluster):
+    """6. Non-atomic primary switch: the near node maps transactions with another owner's view of the
+    primary on the same version (the last owner)."""
+
+    def _map(self, tx: str, consumed: Iterable[Message]) -> Cluster:
+        c = self.copy()
+        primary = self.tx_owners(tx)[-1]
+        c.near[tx] = NearTx(NearState.LOCKING, self.ready_ver, primary)
+        c._post(consumed, [LockRequest(tx, primary, self.ready_ver)])
+        return c
+
+
+class RestoreSequential(PmeCluster):
+    """7. Gaps are not persisted: a restarted OWNING copy believes it is sequential up to its highest
+    applied counter."""
+
+    def restart(self, node: str) -> PmeCluster:
+        restarted = super().restart(node)
+        counters = restarted.nodes[node].counters
+        for part, copy in self.states[node].items():
+            if copy.state is not PartState.MOVING:
+                counters[part] = PartitionUpdateCounter(counters[part].highest_applied)
+        return restarted
+
+
+class PmeCommitWithoutWal(CommitWithoutWal, PmeCluster):
+    """8. LWM moves before the update is durable: the commit's data records never reach the WAL."""
+
+
+class HistoricalIgnoringWal(PmeCluster):
+    """9. Historical rebalance although the supplier's WAL no longer reaches back to the copy's counter."""
+
+    def _historical(self, supplier: str, part: int, init: int) -> bool:
+        size = sum(1 for k in self.nodes[supplier].data if self.config.partition(k) == part)
+        return size >= self.config.wal_rebalance_threshold and self._max_lwm(part) - init < size
+
+
+class NeverFinalizes(PmeCluster):
+    """10. The exchange after a server left demotes nothing, as it should, but also skips finalize()."""
+
+    def _finalizes(self) -> bool:
+        return False
+
+
+# The bug zoo's implementation mutants, by the zoo entry's name (conformance/zoo.py).
+PME_MUTANTS: dict[str, type[PmeCluster]] = {
+    "no-out-of-order-tracking": PmeNoOutOfOrderTracking,
+    "stale-hwm-after-switch": StaleHwmAfterSwitch,
+    "finalize-before-release": FinalizeBeforeRelease,
+    "any-owning-supplies": AnyOwningSupplies,
+    "primary-rollback-first": PmePrimaryRollbackFirst,
+    "non-atomic-primary-switch": MapToAnotherOwner,
+    "gaps-not-persisted": RestoreSequential,
+    "commit-without-wal": PmeCommitWithoutWal,
+    "historical-without-wal": HistoricalIgnoringWal,
+    "node-left-without-finalize": NeverFinalizes,
+}
 
 
 def implementation(

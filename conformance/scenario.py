@@ -22,14 +22,17 @@ A scenario is a JSON file (schema: conformance/schemas/scenario.schema.json, gen
 - `steps`: the cluster's steps by their spec names (impl/cluster.py STEPS, impl/pme.py PME_STEPS), each
   delivering one message or taking one local action: TxStart (which also declares the transaction's keys
   and values), Lock, Prepare, BackupPrepare, Commit, BackupCommit, Rollback, NodeFail, Restart, Exchange,
-  Checkpoint, ... and for "pme" Join, BaselineChange, SendSingle, FullMessage, Supply, Rebalance, Evict.
-  A step may carry a `note` (shown in the timeline and diagram), an `expect` and an `idle_verify`
-  checked right after it, and `"refused": true` when it must NOT be possible at that point (checked; the
-  run goes on without it).
+  Checkpoint, ... and for "pme" Join, BaselineChange, SendSingle, FullMessage, Supply, Rebalance, Evict,
+  TruncateWal. A step may carry a `note` (shown in the timeline and diagram), an `expect`, a `topology`
+  and an `idle_verify` checked right after it, and `"refused": true` when it must NOT be possible at that
+  point (checked; the run goes on without it).
 - `expect`: per node, checked after the last step: `state` (alive, down, restarted), `counters` per
   partition (lwm, hwm, items), `data` (the whole key -> value map), `partitions` (see
-  `partition_state`), `init` (a MOVING copy's initial counter, "pme") and `txs` (a transaction's state on
-  that server, or on the client). `idle_verify` ("pme"): what impl.pme.idle_verify reports at the end.
+  `partition_state`), `init` (a MOVING copy's initial counter, "pme"), `history` (where the WAL archive
+  was truncated, "pme") and `txs` (a transaction's state on that server, or on the client). `topology`:
+  the topology version, the version whose exchange completed, the owner lists and ("pme") the pending
+  events - e.g. the late affinity switch's "affinity". `idle_verify` ("pme"): what impl.pme.idle_verify
+  reports at the end.
 - `counter`: "tracking" (Ignite's counter, the default) or a counter mutant of conformance/mutants.py,
   e.g. "no-out-of-order-tracking" ("2pc" only).
 
@@ -74,6 +77,7 @@ from impl.messages import (
     LockRequest,
     LockResponse,
     Message,
+    Version,
     receiver,
 )
 from impl.pme import (
@@ -112,6 +116,10 @@ NodeState = Literal["alive", "down", "restarted"]
 # rebalanced if it rejoined), OFFLINE (the server is down). "pme": the copy's real state - OWNING, MOVING,
 # RENTING, EVICTED (no copy) -, LOST (a copy of a LOST partition) or OFFLINE (the server is down).
 PartitionState = Literal["OWNING", "MOVING", "RENTING", "EVICTED", "LOST", "OFFLINE"]
+# The kinds of topology events a pending exchange handles (impl.pme.Event).
+EventName = Literal["left", "joined", "baseline", "affinity"]
+# A topology version as "major.minor", e.g. "3.1".
+VersionText = Annotated[str, StringConstraints(pattern=r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")]
 PARTITION_STATES_2PC = ("OWNING", "MOVING", "OFFLINE")
 SkippedState = Literal["MOVING", "RENTING", "LOST"]
 NEAR_STATES = ("idle", "locking", "preparing", "committed", "rolledBack")
@@ -160,6 +168,11 @@ class NodeExpectation(_Strict):
         default=None,
         description="pme: partition -> the copy's initial counter (where a MOVING copy rebalances from)",
     )
+    history: dict[Partition, CounterValue] | None = Field(
+        default=None,
+        description="pme: partition -> the counter the server's WAL archive was truncated at (TruncateWal): "
+        "a historical rebalance it supplies sends only records above it; 0 for none truncated",
+    )
     txs: dict[Name, TxStateName] | None = Field(
         default=None, description="transaction -> its state on this server (or on the client)"
     )
@@ -167,7 +180,7 @@ class NodeExpectation(_Strict):
     @model_validator(mode="after")
     def _something(self) -> NodeExpectation:
         if all(getattr(self, f) is None for f in type(self).model_fields):
-            raise ValueError("give at least one of state, counters, data, partitions, init, txs")
+            raise ValueError("give at least one of state, counters, data, partitions, init, history, txs")
         return self
 
 
@@ -196,6 +209,33 @@ class IdleVerifyExpectation(_Strict):
         return self
 
 
+class TopologyExpectation(_Strict):
+    """What the cluster's topology must be; fields left out are not checked."""
+
+    version: VersionText | None = Field(
+        default=None, description='the latest topology version, "major.minor" (e.g. "3.1")'
+    )
+    ready: VersionText | None = Field(
+        default=None,
+        description="the version whose exchange completed (transactions map on it); below `version` while "
+        "an exchange is pending",
+    )
+    owners: dict[Partition, list[Name]] | None = Field(
+        default=None, description="partition -> its owner list on the ready version, primary first"
+    )
+    pending: list[EventName] | None = Field(
+        default=None,
+        description='pme: the kinds of topology events the pending exchange handles, e.g. ["affinity"] '
+        "for the late affinity switch; [] for none",
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> TopologyExpectation:
+        if all(getattr(self, f) is None for f in type(self).model_fields):
+            raise ValueError("give at least one of version, ready, owners, pending")
+        return self
+
+
 class _StepBase(_Strict):
     note: str | None = Field(default=None, description="shown in the timeline and the diagram")
     refused: bool = Field(
@@ -203,6 +243,7 @@ class _StepBase(_Strict):
         description="the step must NOT be possible here (checked; the run goes on without taking it)",
     )
     expect: Expectations = Field(default_factory=dict, description="checked right after this step")
+    topology: TopologyExpectation | None = Field(default=None, description="checked right after this step")
     idle_verify: IdleVerifyExpectation | None = Field(
         default=None, description="pme: checked right after this step against impl.pme.idle_verify"
     )
@@ -257,9 +298,10 @@ class ExchangeStep(_StepBase):
 
 class PmeNodeStep(_StepBase):
     """Protocol pme: a restarted server joins; a server sends its single message; the coordinator (its
-    `node`) sends the full message, which every server applies."""
+    `node`) sends the full message, which every server applies; a server checkpoints and truncates its
+    WAL archive (TruncateWal: each OWNING copy's history becomes its LWM)."""
 
-    step: Literal["Join", "SendSingle", "FullMessage"]
+    step: Literal["Join", "SendSingle", "FullMessage", "TruncateWal"]
     node: Name
 
 
@@ -353,6 +395,7 @@ class ScenarioFile(_Strict):
     cluster: ClusterSection
     steps: list[ScenarioStep] = Field(min_length=1)
     expect: Expectations = Field(default_factory=dict, description="checked after the last step")
+    topology: TopologyExpectation | None = Field(default=None, description="checked after the last step")
     idle_verify: IdleVerifyExpectation | None = Field(
         default=None, description="pme: checked after the last step against impl.pme.idle_verify"
     )
@@ -446,8 +489,10 @@ class _Checker:
         for index, step in enumerate(self.scenario.steps):
             self._references(index, step)
             self._expectations(f"steps[{index}].expect", step.expect, config)
+            self._topology(f"steps[{index}].topology", step.topology)
             self._idle_verify(f"steps[{index}].idle_verify", step.idle_verify)
         self._expectations("expect", self.scenario.expect, config)
+        self._topology("topology", self.scenario.topology)
         self._idle_verify("idle_verify", self.scenario.idle_verify)
         return config
 
@@ -584,7 +629,7 @@ class _Checker:
                 )
             if self.pme:
                 # Copies come and go (MOVING on a new owner, EVICTED): any partition may be asked about.
-                for field in ("counters", "partitions", "init"):
+                for field in ("counters", "partitions", "init", "history"):
                     for part in getattr(expectation, field) or {}:
                         if part >= self.scenario.cluster.partitions:
                             raise self.fail(
@@ -598,6 +643,10 @@ class _Checker:
         """The 2PC slice never moves a copy: a server holds its initial partitions, in three states."""
         if expectation.init is not None:
             raise self.fail(f"{at}.init", "only protocol 'pme' has MOVING copies", '"protocol": "pme"')
+        if expectation.history is not None:
+            raise self.fail(
+                f"{at}.history", "only protocol 'pme' truncates the WAL archive", '"protocol": "pme"'
+            )
         owned = config.owned(node)
         for field in ("counters", "partitions"):
             for part in getattr(expectation, field) or {}:
@@ -615,6 +664,25 @@ class _Checker:
                     f"one of {PARTITION_STATES_2PC}",
                 )
 
+    def _topology(self, where: str, expectation: TopologyExpectation | None) -> None:
+        if expectation is None:
+            return
+        if expectation.pending is not None and not self.pme:
+            raise self.fail(
+                f"{where}.pending",
+                "the 2pc protocol's Exchange is atomic: nothing is ever pending",
+                '"protocol": "pme"',
+            )
+        for part, owners in (expectation.owners or {}).items():
+            at = f"{where}.owners[{part}]"
+            if part >= self.scenario.cluster.partitions:
+                raise self.fail(at, f"no partition {part}", self._partitions())
+            for i, owner in enumerate(owners):
+                if owner not in self.servers or owner in owners[:i]:
+                    raise self.fail(
+                        f"{at}[{i}]", f"{owner!r} is no server or is listed twice", f"one of {self.servers}"
+                    )
+
     def _idle_verify(self, where: str, expectation: IdleVerifyExpectation | None) -> None:
         if expectation is None:
             return
@@ -628,7 +696,7 @@ class _Checker:
         other = next(
             (
                 f
-                for f in ("state", "counters", "data", "partitions", "init")
+                for f in ("state", "counters", "data", "partitions", "init", "history")
                 if getattr(expectation, f) is not None
             ),
             None,
@@ -693,6 +761,11 @@ class NodeSnapshot(BaseModel):
         description="pme: partition -> the state of the server's copy, kept on its disk (so also while it "
         "is down), e.g. 'MOVING (init 2)' or 'OWNING, LOST'",
     )
+    history: dict[int, int] = Field(
+        default_factory=dict,
+        description="pme: partition -> the counter its WAL archive was truncated at (only records above it "
+        "supply a historical rebalance); partitions never truncated are left out",
+    )
 
 
 class NodeView(NodeSnapshot):
@@ -714,12 +787,22 @@ class MessageEvent(BaseModel):
     label: str
 
 
+class TopologyView(BaseModel):
+    """The cluster's topology: versions, owner lists and (pme) the events the pending exchange handles."""
+
+    version: str = Field(description='the latest topology version, "major.minor"')
+    ready: str = Field(description="the version whose exchange completed: transactions map on it")
+    owners: dict[int, list[str]] = Field(description="partition -> its owner list, primary first")
+    pending: list[str] = Field(description="pme: the kinds of events the pending exchange handles")
+
+
 class TimelineRow(BaseModel):
     index: int | None = Field(description="the step's index in steps; None for the initial state")
     step: str
     note: str | None = None
     messages: list[MessageEvent] = Field(default_factory=list)
     in_flight: int = Field(description="messages in flight after the step (pme: Demand and Supply too)")
+    topology: TopologyView
     nodes: dict[str, NodeSnapshot]
 
 
@@ -765,6 +848,7 @@ class ScenarioResult(BaseModel):
     timeline: list[TimelineRow]
     checks: list[Check]
     nodes: dict[str, NodeView] = Field(description="every server after the last step that ran")
+    topology: TopologyView = Field(description="the topology after the last step that ran")
     txs: dict[str, str] = Field(description="every transaction's state on the client")
     idle_verify: IdleVerifyView | None = Field(
         description="pme: idle_verify after the last step that ran (None for 2pc)"
@@ -819,10 +903,26 @@ def _copies(cluster: Cluster, node: str) -> dict[int, str]:
 
 def _snapshot(cluster: Cluster, node: str) -> NodeSnapshot:
     counters = cluster.nodes[node].counters
+    history = cluster.history[node] if isinstance(cluster, PmeCluster) else {}
     return NodeSnapshot(
         state=node_state(cluster, node),
         counters={p: _counter_view(c) for p, c in counters.items()},
         copies=_copies(cluster, node),
+        history={p: h for p, h in sorted(history.items()) if h},
+    )
+
+
+def _version_text(version: Version) -> str:
+    return f"{version.major}.{version.minor}"
+
+
+def topology_view(cluster: Cluster) -> TopologyView:
+    pending = sorted(e.value for e in cluster.pending) if isinstance(cluster, PmeCluster) else []
+    return TopologyView(
+        version=_version_text(cluster.top_ver),
+        ready=_version_text(cluster.ready_ver),
+        owners={p: list(owners) for p, owners in sorted(cluster.owners.items())},
+        pending=pending,
     )
 
 
@@ -968,6 +1068,7 @@ def _row(
         note=note,
         messages=messages,
         in_flight=_in_flight(cluster),
+        topology=topology_view(cluster),
         nodes={n: _snapshot(cluster, n) for n in cluster.config.servers},
     )
 
@@ -1005,8 +1106,32 @@ def _checks(where: str, expect: Expectations, cluster: Cluster, values: Values, 
             assert isinstance(cluster, PmeCluster)  # the checker allows `init` for pme only
             copy = cluster.states[node].get(part)
             add(f"{at}.init[{part}]", init, copy.init if copy else None)
+        for part, history in (e.history or {}).items():
+            assert isinstance(cluster, PmeCluster)  # the checker allows `history` for pme only
+            add(f"{at}.history[{part}]", history, cluster.history[node].get(part, 0))
         for tx, state in (e.txs or {}).items():
             add(f"{at}.txs.{tx}", state, view.txs.get(tx))
+    return checks
+
+
+def _topology_checks(where: str, expect: TopologyExpectation | None, cluster: Cluster) -> list[Check]:
+    """The fields of a topology expectation against the cluster's now (pending compared sorted)."""
+    if expect is None:
+        return []
+    view = topology_view(cluster)
+    checks: list[Check] = []
+
+    def add(path: str, expected: JsonValue, actual: JsonValue) -> None:
+        checks.append(Check(path=path, expected=expected, actual=actual, holds=expected == actual))
+
+    for field, expected in expect.model_dump(mode="json", exclude_none=True).items():
+        if field == "owners":
+            for part, owners in expected.items():
+                held: list[str] | None = view.owners.get(int(part))
+                add(f"{where}.owners[{part}]", owners, cast(JsonValue, held))
+        else:
+            wanted = sorted(expected) if field == "pending" else expected
+            add(f"{where}.{field}", wanted, getattr(view, field))
     return checks
 
 
@@ -1120,9 +1245,11 @@ def run_scenario(scenario: ScenarioFile, config: Config) -> ScenarioResult:
             )
             cluster = after
         checks += _checks(f"steps[{index}].expect", entry.expect, cluster, values, client)
+        checks += _topology_checks(f"steps[{index}].topology", entry.topology, cluster)
         checks += _idle_verify_checks(f"steps[{index}].idle_verify", entry.idle_verify, cluster)
     else:
         checks += _checks("expect", scenario.expect, cluster, values, client)
+        checks += _topology_checks("topology", scenario.topology, cluster)
         checks += _idle_verify_checks("idle_verify", scenario.idle_verify, cluster)
     return ScenarioResult(
         name=scenario.name,
@@ -1136,6 +1263,7 @@ def run_scenario(scenario: ScenarioFile, config: Config) -> ScenarioResult:
         timeline=timeline,
         checks=checks,
         nodes={n: node_view(cluster, n, values) for n in config.servers},
+        topology=topology_view(cluster),
         txs={tx: near.state.value for tx, near in sorted(cluster.near.items())},
         idle_verify=_idle_verify_view(idle_verify(cluster)) if isinstance(cluster, PmeCluster) else None,
     )
@@ -1152,7 +1280,8 @@ def counter_text(view: CounterView) -> str:
 
 
 def _node_cell(snapshot: NodeSnapshot) -> str:
-    """A server's counters per partition, each followed by its copy's state (pme)."""
+    """A server's counters per partition, each followed by its copy's state and where its WAL archive was
+    truncated (pme)."""
     if snapshot.state == "down":
         # Its memory is gone; the counters it will have come from its WAL at restart. Copy states (pme)
         # are kept on the disk.
@@ -1163,7 +1292,9 @@ def _node_cell(snapshot: NodeSnapshot) -> str:
     for p in parts:
         counter = snapshot.counters.get(p)
         texts = [counter_text(counter)] if counter else []
-        text = " ".join(texts + ([snapshot.copies[p]] if p in snapshot.copies else []))
+        texts += [snapshot.copies[p]] if p in snapshot.copies else []
+        texts += [f"history {snapshot.history[p]}"] if p in snapshot.history else []
+        text = " ".join(texts)
         lines.append(f"p{p}: {text}" if several else text)
     if snapshot.state != "alive":
         lines.insert(0, f"({snapshot.state})")
@@ -1172,6 +1303,23 @@ def _node_cell(snapshot: NodeSnapshot) -> str:
 
 def _arrow(event: MessageEvent) -> str:
     return f"{event.sender}->{event.receiver} {event.label}"
+
+
+def _owners_text(owners: Sequence[str]) -> str:
+    return ", ".join(owners) or "none"
+
+
+def topology_text(view: TopologyView) -> str:
+    """e.g. `ver 3.0` and the owner list; while an exchange is pending
+    `ver 3.1 (exchange pending: affinity; ready 3.0)`."""
+    text = f"ver {view.version}"
+    if view.ready != view.version:
+        events = f": {', '.join(view.pending)}" if view.pending else ""
+        text += f" (exchange pending{events}; ready {view.ready})"
+    lists = {tuple(owners) for owners in view.owners.values()}
+    if len(lists) == 1:
+        return f"{text}\nowners {_owners_text(next(iter(lists)))}"
+    return "\n".join([text, *(f"p{p} owners {_owners_text(o)}" for p, o in view.owners.items())])
 
 
 def _messages_cell(row: TimelineRow) -> str:
@@ -1204,13 +1352,14 @@ def idle_verify_text(report: IdleVerifyView) -> str:
 
 
 def timeline_table(result: ScenarioResult) -> Table:
-    """One row per step: the step, messages in / out / lost, messages in flight, every server's counters
-    (and copy states); with protocol pme idle_verify's final report as the caption."""
+    """One row per step: the step, messages in / out / lost, messages in flight, the topology, every
+    server's counters (and copy states); with protocol pme idle_verify's final report as the caption."""
     table = Table(
         "#",
         "step",
         "messages",
         "in flight",
+        "topology",
         *result.servers,
         title=f"scenario {result.name}",
         caption=idle_verify_text(result.idle_verify) if result.idle_verify else None,
@@ -1218,7 +1367,8 @@ def timeline_table(result: ScenarioResult) -> Table:
     for row in result.timeline:
         cells = [_node_cell(row.nodes[n]) for n in result.servers]
         index = "" if row.index is None else str(row.index)
-        table.add_row(index, _step_cell(row), _messages_cell(row), str(row.in_flight), *cells)
+        topology = topology_text(row.topology)
+        table.add_row(index, _step_cell(row), _messages_cell(row), str(row.in_flight), topology, *cells)
     return table
 
 
@@ -1247,12 +1397,41 @@ def _state_text(before: NodeSnapshot, after: NodeSnapshot) -> str | None:
         old, new = before.copies.get(p, "EVICTED"), after.copies.get(p, "EVICTED")
         if old != new:
             changes.append(f"p{p} {old} → {new}")
+    # An evicted copy's history goes back to 0 with it: only truncations are news.
+    truncated = [f"p{p} history {h}" for p, h in after.history.items() if h > before.history.get(p, 0)]
+    if truncated:
+        changes.append("WAL archive truncated: " + ", ".join(truncated))
     return prefix + "; ".join(changes)
+
+
+def _topology_note(before: TopologyView, after: TopologyView) -> str | None:
+    """pme: a note on a topology change - a new version whose exchange is pending (the late affinity
+    switch named as such), or the owner lists a completed exchange switched to."""
+    if after.version != before.version:
+        if "affinity" in after.pending and "affinity" not in before.pending:
+            return (
+                "late affinity switch: rebalancing done and the owner order changes: exchange on "
+                f"ver {after.version}"
+            )
+        return f"ver {after.version}: exchange pending ({', '.join(after.pending)})"
+    if after.owners == before.owners:
+        return None
+    switched = []
+    for p, owners in after.owners.items():
+        old = before.owners.get(p, [])
+        if owners != old:
+            primary = f" (primary {old[0] if old else 'none'} → {owners[0] if owners else 'none'})"
+            switched.append(
+                f"p{p} owners {_owners_text(old)} → {_owners_text(owners)}"
+                + (primary if old[:1] != owners[:1] else "")
+            )
+    return "; ".join(switched)
 
 
 def mermaid_diagram(result: ScenarioResult) -> str:
     """The message flow: each message drawn when it is delivered (so reordering shows) or lost, a note
-    for steps that deliver nothing, and a note with a server's counters whenever they change."""
+    for steps that deliver nothing, a note with a server's counters (pme: copy states, WAL truncation)
+    whenever they change and, with protocol pme, a note on each new topology version and owner list."""
     servers = result.servers
     everyone = f"{result.client},{servers[-1]}"
     lines = ["sequenceDiagram", f"    participant {result.client} as {result.client} (client)"]
@@ -1270,6 +1449,9 @@ def mermaid_diagram(result: ScenarioResult) -> str:
             lines.append(f"    Note over {where}: {row.index}. {_mermaid_text(row.step)}")
         if row.note:
             lines.append(f"    Note over {everyone}: {_mermaid_text(row.note)}")
+        change = _topology_note(previous.topology, row.topology) if result.protocol == "pme" else None
+        if change:
+            lines.append(f"    Note over {everyone}: {_mermaid_text(change)}")
         for node in servers:
             text = _state_text(previous.nodes[node], row.nodes[node])
             if text:
@@ -1298,11 +1480,14 @@ def timeline_html(result: ScenarioResult, diagram: str) -> str:
     As with reports/index.html, the page asks for `mermaid.min.js` beside itself: with a copy there the
     diagram is drawn, without it the source stays readable."""
     verdict = ("holds", "holds") if result.passed else ("fails", "FAILS")
-    rows = [_cells("th", ["#", "step", "messages", "in flight", *result.servers])]
+    rows = [_cells("th", ["#", "step", "messages", "in flight", "topology", *result.servers])]
     for row in result.timeline:
         nodes = [_node_cell(row.nodes[n]) for n in result.servers]
         index = "" if row.index is None else str(row.index)
-        rows.append(_cells("td", [index, _step_cell(row), _messages_cell(row), str(row.in_flight), *nodes]))
+        topology = topology_text(row.topology)
+        rows.append(
+            _cells("td", [index, _step_cell(row), _messages_cell(row), str(row.in_flight), topology, *nodes])
+        )
     checks = [_cells("th", ["expectation", "expected", "actual", ""])]
     checks += [
         _cells("td", [c.path, json.dumps(c.expected), json.dumps(c.actual), "holds" if c.holds else "FAILS"])

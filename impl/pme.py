@@ -392,7 +392,7 @@ class PmeCluster(Cluster):
         self._require(self._when_send_single(node), "SendSingle", node=node)
         c = self.copy()
         n = c.nodes[node]
-        if Event.LEFT in self.pending:
+        if self._finalizes():
             for part, counter in sorted(n.counters.items()):
                 gaps = counter.finalize()
                 n.disk = n.disk.log(RollbackRecord(part, first - 1, last - first + 1) for first, last in gaps)
@@ -405,6 +405,10 @@ class PmeCluster(Cluster):
             for part, ctr in sorted(n.counters.items())
         }
         return c
+
+    def _finalizes(self) -> bool:
+        """Counters are finalized at the exchange after a server left."""
+        return Event.LEFT in self.pending
 
     def _when_full_message(self, node: str) -> bool | None:
         ok = (

@@ -1,6 +1,7 @@
-"""Scenario files of the whole protocol ("protocol": "pme", impl/pme.py): the shipped ones hold, a wrong
-expectation fails where it is, malformed files are refused naming the field, the JSON output carries
-idle_verify's report, and the timeline and diagram show the exchange and rebalancing messages."""
+"""Scenario files of the whole protocol ("protocol": "pme", impl/pme.py): the shipped ones hold and end
+quiet, a wrong expectation fails where it is, malformed files are refused naming the field, the JSON output
+carries idle_verify's report, the timeline and diagram show the exchange and rebalancing messages, WAL
+truncation (TruncateWal) and the late affinity switch."""
 
 from __future__ import annotations
 
@@ -8,19 +9,31 @@ import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from test_scenario import _drop, _mermaid_structure, _run, _set, _write
 
 from conformance.cli import main
 from conformance.errors import TidemarkError
-from conformance.scenario import MessageEvent, load_scenario, mermaid_diagram, run_scenario, write_outputs
+from conformance.scenario import (
+    EventName,
+    MessageEvent,
+    ScenarioResult,
+    load_scenario,
+    mermaid_diagram,
+    run_scenario,
+    write_outputs,
+)
+from impl.pme import Event
 
 FIGURE1 = Path("scenarios/figure1-backup-reordering.json")
 FIGURE2 = Path("scenarios/figure2-outdated-node-rejoins.json")
 FIGURE3 = Path("scenarios/figure3-gaps-closed-at-node-left.json")
 LOST = Path("scenarios/all-owners-fail-partition-lost.json")
+TRUNCATED = Path("scenarios/wal-truncated-full-rebalance.json")
+SWITCH = Path("scenarios/late-affinity-switch.json")
+REORDER = Path("scenarios/primary-reorder-fail-rejoin.json")
 PME_SCENARIOS = sorted(
     p
     for p in Path("scenarios").glob("*.json")
@@ -52,6 +65,8 @@ def test_the_pme_scenarios_are_shipped() -> None:
         "rollback-record-replayed-after-restart",
         "gap-survives-checkpoint",
         "all-owners-fail-partition-lost",
+        "wal-truncated-full-rebalance",
+        "late-affinity-switch",
     }
 
 
@@ -68,6 +83,140 @@ def test_every_pme_scenario_holds_and_its_json_has_idle_verify(
     assert "idle_verify" in data and data["description"]
     assert any("note" in step for step in data["steps"])
     assert report["idle_verify"]["clean"] is data["idle_verify"]["clean"]
+
+
+@pytest.mark.parametrize("path", PME_SCENARIOS, ids=[p.stem for p in PME_SCENARIOS])
+def test_every_pme_scenario_ends_with_no_exchange_pending_and_nothing_in_flight(path: Path) -> None:
+    result = _run(path)
+    last = result.timeline[-1].topology
+    assert (last.version, last.pending) == (last.ready, [])
+    assert result.timeline[-1].in_flight == 0 and result.topology == last
+
+
+# Scenarios where a server that rejoined and rebalanced comes before a live owner in the assignment: the
+# last batch starts the late affinity switch, and the scenario runs its exchange. -> (primary before, after)
+SWITCHING = {
+    REORDER: ("s2", "s1"),
+    SWITCH: ("s2", "s1"),
+    Path("scenarios/gap-survives-checkpoint.json"): ("s1", "s1"),
+    Path("scenarios/partial-commit-backup-stops.json"): ("s1", "s1"),
+}
+
+
+@pytest.mark.parametrize(("path", "primaries"), SWITCHING.items(), ids=[p.stem for p in SWITCHING])
+def test_the_last_batch_of_a_rejoined_server_starts_the_late_affinity_switch(
+    path: Path, primaries: tuple[str, str]
+) -> None:
+    result = _run(path)
+    rows = result.timeline
+    bumps = [i for i in range(1, len(rows)) if rows[i].topology.version != rows[i - 1].topology.version]
+    batches = [i for i, row in enumerate(rows) if row.step.startswith("Rebalance(")]
+    # Only the last batch switches, on a new minor version; the owner list waits for the exchange.
+    assert [i for i in bumps if i in batches] == [batches[-1]]
+    before, switch = rows[batches[-1] - 1].topology, rows[batches[-1]].topology
+    major, minor = before.version.split(".")
+    assert (switch.version, switch.ready, switch.pending) == (
+        f"{major}.{int(minor) + 1}",
+        before.version,
+        ["affinity"],
+    )
+    assert switch.owners == before.owners
+    # The exchange: a single message from every live server, then the full message, which demands nothing.
+    exchange = rows[batches[-1] + 1 :]
+    full = next(i for i, row in enumerate(exchange) if row.step.startswith("FullMessage("))
+    singles = {row.step for row in exchange[:full] if row.step.startswith("SendSingle(")}
+    assert singles == {f"SendSingle(node={n})" for n in switch.owners[0]}
+    done = exchange[full]
+    assert (done.topology.ready, done.topology.pending) == (switch.version, [])
+    assert [m for m in done.messages if m.kind == "sent"] == []
+    # The owner list is the assignment's order again, and the new primary's HWM reaches the max LWM.
+    owners = done.topology.owners[0]
+    assert owners == [n for n in result.servers if n in owners]
+    assert (switch.owners[0][0], owners[0]) == primaries
+    primary = done.nodes[owners[0]].counters[0]
+    assert primary.hwm >= max(done.nodes[n].counters[0].lwm for n in owners)
+
+
+def test_the_late_affinity_switch_raises_the_new_primarys_hwm_and_no_counter_is_reused() -> None:
+    result = _run(SWITCH)
+
+    def s1(step: int) -> tuple[int, int]:
+        counter = result.timeline[step + 1].nodes["s1"].counters[0]
+        return counter.lwm, counter.hwm
+
+    # A MOVING backup applies t2's counter 5 without reserving: its HWM lags its LWM until the switch.
+    assert s1(23) == s1(27) == (5, 4)
+    assert (s1(31), result.timeline[32].topology.owners) == ((5, 5), {0: ["s1", "s2"]})
+    assert s1(35) == (5, 6)  # t3 gets 6 from s1, not 5 again
+    for node in result.nodes.values():
+        assert {k: e.cntr for k, e in node.data.items()} == {1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6}
+    [waiting] = [c for c in result.checks if c.path == "steps[28].refused"]
+    assert waiting.holds and result.timeline[29].step == "TxStart(tx=t3) refused"
+    _, _, notes = _mermaid_structure(mermaid_diagram(result))
+    assert "late affinity switch: rebalancing done and the owner order changes: exchange on ver 3.1" in notes
+    assert "p0 owners s2, s1 → s1, s2 (primary s2 → s1)" in notes
+
+
+def _label_sent(result: ScenarioResult, step: int) -> list[str]:
+    return [m.label for m in result.timeline[step + 1].messages if m.kind == "sent"]
+
+
+def test_truncate_wal_shows_in_the_timeline_and_diagram(tmp_path: Path) -> None:
+    result = _run(TRUNCATED)
+    before, after = result.timeline[13], result.timeline[14]
+    assert after.step == "TruncateWal(node=s1)" and (after.messages, after.in_flight) == ([], 0)
+    assert (before.nodes["s1"].history, after.nodes["s1"].history, after.nodes["s2"].history) == (
+        {},
+        {0: 5},
+        {},
+    )
+    # The checkpoint changes no counter and no copy state: only what the archive can supply.
+    assert after.nodes["s1"].model_dump(exclude={"history"}) == before.nodes["s1"].model_dump(
+        exclude={"history"}
+    )
+    _, arrows, notes = _mermaid_structure(mermaid_diagram(result))
+    at = notes.index("13. TruncateWal(node=s1)")
+    assert notes[at : at + 3] == [
+        "13. TruncateWal(node=s1)",
+        "checkpoint, and the archive drops the records up to LWM 5",  # the step's note
+        "WAL archive truncated: p0 history 5",
+    ]
+    assert "15. TruncateWal(node=s1) refused" in notes and "WAL archive truncated: p0 history 6" in notes
+    assert [a for a in arrows if a[3] in (27, 29, 30)] == [
+        ("s1", "->>", "s1", 27, "SingleMessage p0 lwm 6 OWNING WAL from 6"),
+        ("s2", "->>", "s1", 29, "SingleMessage p0 lwm 6 OWNING WAL from 6"),
+        ("s3", "->>", "s1", 30, "SingleMessage p0 lwm 3 OWNING"),
+    ]
+    assert _label_sent(result, 31) == ["Demand p0 full keys above 0 up to lwm 6"]
+    assert ("s1", "->>", "s3", 39, "Supply p0 full key 5 cntr 6 (last)") in arrows
+    _, page = write_outputs(result, tmp_path / "truncated.mmd")
+    assert "lwm=6 hwm=6 OWNING history 6" in page.read_text(encoding="utf-8")
+
+
+def test_without_the_truncation_the_same_join_is_rebalanced_from_the_wal(tmp_path: Path) -> None:
+    data = _load(TRUNCATED)
+    # Up to the join exchange's full message, without the truncations (the refused one after s1's single
+    # message stays: the history it offered is reserved, truncated or not).
+    data["steps"] = [
+        {k: v for k, v in step.items() if k != "expect"}
+        for i, step in enumerate(data["steps"][:32])
+        if step["step"] != "TruncateWal" or i == 28
+    ]
+    data["expect"] = {}
+    del data["idle_verify"], data["topology"]
+    result = _run(_write(tmp_path, data))
+    assert result.passed and result.timeline[-1].step == "FullMessage(node=s1)"
+    assert _label_sent(result, len(data["steps"]) - 1) == ["Demand p0 historical counters 4..6"]
+    assert _label_sent(_run(TRUNCATED), 31) == ["Demand p0 full keys above 0 up to lwm 6"]
+
+
+def test_truncation_is_refused_while_the_single_message_reserves_the_history(tmp_path: Path) -> None:
+    data = _load(TRUNCATED)
+    # Before s1 sends its single message the truncation the scenario expects refused is possible.
+    data["steps"].insert(27, data["steps"].pop(28))
+    result = _run(_write(tmp_path, data))
+    assert result.failure is None
+    assert [(c.path, c.actual) for c in result.checks if not c.holds] == [("steps[27].refused", "enabled")]
 
 
 def test_figure2_rebalances_the_rejoined_copy_from_the_wal() -> None:
@@ -103,6 +252,38 @@ def test_a_wrong_expectation_fails_at_that_expectation(
     damage: Callable[[dict[str, Any]], None], failing: set[str], tmp_path: Path
 ) -> None:
     data = copy.deepcopy(_load(FIGURE2))
+    damage(data)
+    assert _failing(data, tmp_path) == failing
+
+
+@pytest.mark.parametrize(
+    ("source", "damage", "failing"),
+    [
+        (
+            TRUNCATED,
+            _set(["steps", 13, "expect", "s1", "history", "0"], 3),
+            {"steps[13].expect.s1.history[0]"},
+        ),
+        (
+            TRUNCATED,
+            _set(["steps", 34, "expect", "s1", "history", "0"], 6),
+            {"steps[34].expect.s1.history[0]"},
+        ),
+        (TRUNCATED, _set(["expect", "s3", "history", "0"], 6), {"expect.s3.history[0]"}),
+        (SWITCH, _set(["steps", 27, "topology", "version"], "3.0"), {"steps[27].topology.version"}),
+        (SWITCH, _set(["steps", 27, "topology", "pending"], []), {"steps[27].topology.pending"}),
+        (
+            SWITCH,
+            _set(["steps", 31, "topology", "owners", "0"], ["s2", "s1"]),
+            {"steps[31].topology.owners[0]"},
+        ),
+        (SWITCH, _set(["topology", "ready"], "3.0"), {"topology.ready"}),
+    ],
+)
+def test_a_wrong_history_or_topology_expectation_fails_at_it(
+    source: Path, damage: Callable[[dict[str, Any]], None], failing: set[str], tmp_path: Path
+) -> None:
+    data = copy.deepcopy(_load(source))
     damage(data)
     assert _failing(data, tmp_path) == failing
 
@@ -237,6 +418,42 @@ def test_a_step_that_is_not_enabled_stops_the_run_naming_the_enabled_ones(tmp_pa
             "transaction 't2' writes {2: 'v2'} at steps[13]",
         ),
         (LOST, _set(["steps", 13, "refused"], False), "steps[19].tx", "transaction 't2' already started"),
+        (TRUNCATED, _set(["steps", 13, "part"], 0), "steps[13].part", "Extra inputs are not permitted"),
+        (TRUNCATED, _drop(["steps", 13, "node"]), "steps[13].node", "Field required"),
+        (TRUNCATED, _set(["steps", 13, "node"], "s9"), "steps[13].node", "unknown server 's9'"),
+        (
+            FIGURE1,
+            _set(["steps", 2], {"step": "TruncateWal", "node": "s1"}),
+            "steps[2].step",
+            "TruncateWal is a step of protocol 'pme'",
+        ),
+        (
+            FIGURE1,
+            _set(["expect", "s2", "history"], {"0": 0}),
+            "expect.s2.history",
+            "only protocol 'pme' truncates the WAL archive",
+        ),
+        (TRUNCATED, _set(["expect", "s1", "history"], {"1": 0}), "expect.s1.history[1]", "no partition 1"),
+        (
+            TRUNCATED,
+            _set(["expect", "s1", "history", "0"], -1),
+            "expect.s1.history[0]",
+            "greater than or equal",
+        ),
+        (
+            TRUNCATED,
+            _set(["expect", "c1", "history"], {"0": 0}),
+            "expect.c1.history",
+            "the client holds only transactions",
+        ),
+        (SWITCH, _set(["topology", "version"], "3"), "topology.version", "String should match pattern"),
+        (SWITCH, _set(["topology", "pending"], ["moved"]), "topology.pending[0]", "Input should be 'left'"),
+        (SWITCH, _set(["topology", "owners"], {"0": ["s1", "s9"]}), "topology.owners[0][1]", "'s9'"),
+        (SWITCH, _set(["topology", "owners"], {"0": ["s1", "s1"]}), "topology.owners[0][1]", "listed twice"),
+        (SWITCH, _set(["topology", "owners"], {"1": ["s1"]}), "topology.owners[1]", "no partition 1"),
+        (SWITCH, _set(["steps", 27, "topology"], {}), "steps[27].topology", "give at least one of version"),
+        (SWITCH, _set(["topology", "primary"], "s1"), "topology.primary", "Extra inputs are not permitted"),
+        (FIGURE1, _set(["topology"], {"pending": []}), "topology.pending", "nothing is ever pending"),
     ],
 )
 def test_a_malformed_scenario_is_refused_naming_the_file_and_field(
@@ -308,6 +525,31 @@ def test_json_and_text_report_the_lost_partition(tmp_path: Path, capsys: pytest.
     )
     assert main(["scenario", str(LOST), "--out", str(tmp_path / "f.mmd")]) == 0
     assert "idle_verify: clean; skipped p0: s2 LOST; lost p0" in capsys.readouterr().out
+
+
+def test_json_reports_the_topology_and_the_truncated_history(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["scenario", str(TRUNCATED), "--json", "--out", str(tmp_path / "f.mmd")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["topology"] == {
+        "version": "3.0",
+        "ready": "3.0",
+        "owners": {"0": ["s1", "s2", "s3"]},
+        "pending": [],
+    }
+    assert {n: v["history"] for n, v in report["nodes"].items()} == {"s1": {"0": 6}, "s2": {"0": 6}, "s3": {}}
+
+
+def test_the_topology_events_are_impl_pmes() -> None:
+    assert set(get_args(EventName)) == {e.value for e in Event}
+
+
+def test_the_timeline_page_shows_the_pending_affinity_exchange(tmp_path: Path) -> None:
+    _, page = write_outputs(_run(SWITCH), tmp_path / "switch.mmd")
+    text = page.read_text(encoding="utf-8")
+    assert "ver 3.1 (exchange pending: affinity; ready 3.0)\nowners s2, s1" in text
+    assert "ver 3.1\nowners s1, s2" in text
 
 
 def test_the_2pc_json_has_no_idle_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,274 @@
+"""The bug zoo: known ways to break the update-counter protocol, each caught on both sides.
+
+Every entry names one bug class twice:
+- the spec side: a replacement operator in spec/PMEZoo.tla, selected by a TLC definition override
+  (`CONSTANT Op <- Replacement`) appended to a copy of the entry's model config; TLC must find a
+  counterexample (an invariant or property violated);
+- the implementation side: a mutant of impl/pme.py's PmeCluster (conformance/mutants.py PME_MUTANTS,
+  same name), replayed against the correct spec's state graph of the same model; conformance must
+  report a mismatch (an edge whose result differs, or a state where the enabled steps differ). The
+  replay walks the graph in TLC's discovery order and stops at the first mismatch.
+
+`run_zoo` writes the configs and graphs under a work directory (reused across runs: a graph is dumped
+once per model and reopened while its inputs are unchanged). docs/bugzoo.md describes each bug.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from pydantic import BaseModel, Field
+
+from conformance.conform import dump_graph
+from conformance.errors import TidemarkError
+from conformance.mappings import mapping_for
+from conformance.mutants import PME_MUTANTS
+from conformance.replay import Mismatch, replay_state
+from conformance.tlc.config import read_config
+from conformance.tlc.output import Outcome, parse_output
+from conformance.tlc.runner import TlcOptions, run_tlc
+
+SPEC = Path("spec/PME.tla")
+ZOO_SPEC = Path("spec/PMEZoo.tla")
+SMALL = Path("tests/models/PME-small.cfg")  # 2 servers, two single-key transactions, one crash
+HISTORY = Path("tests/models/PME-history.cfg")  # the same with WAL archive truncation
+DEFAULT_WORK_DIR = Path("runs/zoo")
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    name: str  # also the implementation mutant's name
+    title: str
+    override: str  # the TLC definition override selecting the bug in spec/PMEZoo.tla
+    model: Path
+
+
+ZOO: tuple[ZooEntry, ...] = (
+    ZooEntry(
+        "no-out-of-order-tracking",
+        "No out-of-order tracking: LWM jumps to the end of the range applied",
+        "Update <-[UpdateCounter] UpdateWithoutTracking",
+        SMALL,
+    ),
+    ZooEntry(
+        "stale-hwm-after-switch",
+        "The new primary keeps its stale HWM after a primary switch",
+        "FullUpdate <- FullUpdateKeepingHwm",
+        SMALL,
+    ),
+    ZooEntry(
+        "finalize-before-release",
+        "Counters finalized before the exchange waited for transactions to be released",
+        "Released <- ReleasedAtOnce",
+        SMALL,
+    ),
+    ZooEntry(
+        "any-owning-supplies",
+        "Supplier elected without comparing counters (not the max LWM among OWNING copies)",
+        "Suppliers <- AnyOwningSupplies",
+        SMALL,
+    ),
+    ZooEntry(
+        "primary-rollback-first",
+        "The primary writes its rollback record before the backups finished",
+        "Rollback <-[TxCounters] RollbackFirst",
+        SMALL,
+    ),
+    ZooEntry(
+        "non-atomic-primary-switch",
+        "Non-atomic primary switch: a transaction mapped to another owner's primary on the same version",
+        "TxStart <-[TxCounters] TxStartAnyOwner",
+        SMALL,
+    ),
+    ZooEntry(
+        "gaps-not-persisted",
+        "Gaps not persisted: a restarted copy believes it is sequential",
+        "RestoredCounter <- RestoredSequential",
+        SMALL,
+    ),
+    ZooEntry(
+        "commit-without-wal",
+        "LWM increased before the update is durable in the WAL",
+        "CommitWal <-[TxCounters] CommitWalLost",
+        SMALL,
+    ),
+    ZooEntry(
+        "historical-without-wal",
+        "Historical rebalance although the supplier's WAL no longer covers the demander's counter",
+        "Historical <- HistoricalIgnoringWal",
+        HISTORY,
+    ),
+    ZooEntry(
+        "node-left-without-finalize",
+        "A node-left exchange that demotes nothing but skips finalization",
+        "FinalizesCounters <- NeverFinalizes",
+        SMALL,
+    ),
+)
+
+
+class SpecCatch(BaseModel):
+    """TLC on the spec variant."""
+
+    caught: bool
+    outcome: str
+    invariant: str | None = Field(default=None, description="the invariant or property violated")
+    trace: list[str] = Field(default_factory=list, description="the counterexample's actions")
+    seconds: float
+    error: str | None = None
+
+
+class ImplCatch(BaseModel):
+    """Conformance replay of the mutant against the correct spec's state graph."""
+
+    caught: bool
+    check: str = "conformance replay against spec/PME.tla"
+    states_replayed: int = Field(description="states replayed up to the first mismatch (or all)")
+    seconds: float
+    mismatch: Mismatch | None = None
+
+
+class ZooResult(BaseModel):
+    name: str
+    title: str
+    override: str
+    model: str
+    spec: SpecCatch
+    impl: ImplCatch
+
+    @property
+    def caught(self) -> bool:
+        return self.spec.caught and self.impl.caught
+
+
+class ZooReport(BaseModel):
+    entries: list[ZooResult]
+    all_caught: bool
+
+
+def entries_named(names: list[str] | None) -> list[ZooEntry]:
+    """The zoo's entries, or the named ones (a TidemarkError for an unknown name)."""
+    if not names:
+        return list(ZOO)
+    known = {e.name: e for e in ZOO}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise TidemarkError(
+            f"unknown zoo entry {unknown[0]!r}", source="--only", expected=f"one of {sorted(known)}"
+        )
+    return [known[n] for n in names]
+
+
+def variant_config(entry: ZooEntry, work_dir: Path) -> Path:
+    """A copy of the entry's model config that selects the bug with its definition override."""
+    text = entry.model.read_text(encoding="utf-8")
+    if "SPECIFICATION Spec" not in text:
+        raise TidemarkError(
+            "no SPECIFICATION Spec line", source=str(entry.model), expected="a PME model config"
+        )
+    path = work_dir / "configs" / f"{entry.name}.cfg"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = f"\\* The bug zoo's {entry.name}: {entry.model} with one operator replaced (spec/PMEZoo.tla).\n"
+    path.write_text(
+        header + text.replace("SPECIFICATION Spec", f"SPECIFICATION Spec\nCONSTANT {entry.override}")
+    )
+    return path
+
+
+def catch_in_spec(entry: ZooEntry, work_dir: Path, options: TlcOptions) -> SpecCatch:
+    started = time.monotonic()
+    result = parse_output(
+        run_tlc(ZOO_SPEC, variant_config(entry, work_dir), options), source=f"TLC on {entry.name}"
+    )
+    seconds = round(time.monotonic() - started, 3)
+    violation = result.violation
+    caught = (
+        result.outcome in (Outcome.INVARIANT_VIOLATED, Outcome.PROPERTY_VIOLATED) and violation is not None
+    )
+    return SpecCatch(
+        caught=caught,
+        outcome=result.outcome.value,
+        invariant=violation.invariant if violation else None,
+        trace=[step.action for step in violation.trace] if violation else [],
+        seconds=seconds,
+        error=result.error,
+    )
+
+
+def _graph_rows(graph: Path) -> Iterator[tuple[int, str, list[tuple[int, str, str]]]]:
+    """(state, its JSON, outgoing edges) in TLC's discovery order: shallow states first."""
+    states = pq.read_table(graph / "states.parquet").to_pydict()
+    edges = pq.read_table(graph / "edges.parquet").to_pydict()
+    by_fp = dict(zip(states["fp"], states["state"], strict=True))
+    actions = dict(zip(states["fp"], states["action"], strict=True))
+    outgoing: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
+    for src, dst in zip(edges["src"], edges["dst"], strict=True):
+        outgoing[src].append((dst, by_fp[dst], actions[dst]))
+    for fp in states["fp"]:
+        yield fp, by_fp[fp], outgoing.get(fp, [])
+
+
+def catch_in_impl(entry: ZooEntry, graph: Path) -> ImplCatch:
+    started = time.monotonic()
+    mapping = mapping_for("PME", read_config(entry.model).constants, entry.name)
+    replayed = 0
+    for fp, state, outgoing in _graph_rows(graph):
+        replayed += 1
+        summary = replay_state(mapping, fp, state, outgoing)
+        if summary.examples:
+            seconds = round(time.monotonic() - started, 3)
+            return ImplCatch(
+                caught=True, states_replayed=replayed, seconds=seconds, mismatch=summary.examples[0]
+            )
+    return ImplCatch(caught=False, states_replayed=replayed, seconds=round(time.monotonic() - started, 3))
+
+
+def run_zoo(
+    work_dir: Path = DEFAULT_WORK_DIR,
+    names: list[str] | None = None,
+    options: TlcOptions | None = None,
+    on_entry: Callable[[ZooResult], None] | None = None,
+) -> ZooReport:
+    """Every (or every named) entry: its spec variant under TLC, its mutant replayed on the graph."""
+    options = options or TlcOptions()
+    entries = entries_named(names)
+    missing = sorted({e.name for e in entries} - set(PME_MUTANTS))
+    if missing:
+        raise TidemarkError(f"no implementation mutant for {missing}", source="conformance/mutants.py")
+    graphs: dict[Path, Path] = {}
+    for model in dict.fromkeys(e.model for e in entries):
+        graph = work_dir / "graphs" / model.stem
+        dump = dump_graph(SPEC, model, graph, options, None)
+        if dump.graph is None:
+            raise TidemarkError(
+                f"the correct spec fails on {model}: {dump.tlc.outcome.value}",
+                source=str(model),
+                expected="a model the correct spec passes",
+            )
+        graphs[model] = graph
+    results = []
+    for entry in entries:
+        result = ZooResult(
+            name=entry.name,
+            title=entry.title,
+            override=entry.override,
+            model=str(entry.model),
+            spec=catch_in_spec(entry, work_dir, options),
+            impl=catch_in_impl(entry, graphs[entry.model]),
+        )
+        results.append(result)
+        if on_entry is not None:
+            on_entry(result)
+    return ZooReport(entries=results, all_caught=all(r.caught for r in results))
+
+
+def report_json(report: ZooReport) -> str:
+    """The --json object: per entry both sides, with `caught` spelled out."""
+    entries = [{**r.model_dump(mode="json"), "caught": r.caught} for r in report.entries]
+    return json.dumps({"entries": entries, "all_caught": report.all_caught})
