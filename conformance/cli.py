@@ -263,6 +263,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             traces=args.traces,
             steps=args.steps,
             seed=args.seed,
+            zoo=not args.skip_zoo,
             on_line=status.line,
         )
     page = write_report(report, args.out)
@@ -270,7 +271,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(report.model_dump_json())
     else:
         failing = [spec.spec for spec in report.specs if not spec.holds]
+        if report.zoo is not None and not report.zoo.all_caught:
+            failing.append("the bug zoo")
         out.print(summary_table(report))
+        if report.zoo is not None:
+            caught = sum(entry.caught for entry in report.zoo.entries)
+            out.print(f"bug zoo: {caught}/{len(report.zoo.entries)} bugs caught by TLC and by conformance")
         out.print(
             f"[red]FAILS: {', '.join(failing)}[/]" if failing else "[green]everything holds[/]",
             f"({report.total_seconds:.1f} s); report: {escape(str(page))}",
@@ -553,7 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     scenario.set_defaults(run=cmd_scenario)
 
     verify = commands.add_parser(
-        "verify", help="the main job: check, conform and validate every spec's standard model; HTML report"
+        "verify", help="the main job: check, conform, validate every standard model, the bug zoo; HTML report"
     )
     verify.add_argument("--master", help="Spark master URL (default local[*])")
     verify.add_argument("--local", action="store_true", help="replay in this process, without Spark")
@@ -563,6 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument(
         "--out", type=Path, default=Path("reports"), help="where index.html goes (default reports)"
     )
+    verify.add_argument("--skip-zoo", action="store_true", help="leave out the bug zoo (tidemark zoo)")
     verify.add_argument("--json", action="store_true", help="print the VerifyReport as one JSON object")
     _tlc_arguments(verify)
     verify.set_defaults(run=cmd_verify)

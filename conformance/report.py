@@ -26,6 +26,7 @@ from conformance.tlc.output import Outcome, TraceStep, Violation
 from conformance.tlc.values import Record, Value, format_value, from_itf, state_from_itf
 from conformance.validate import Rejection
 from conformance.verify import ConformFigures, SpecReport, TlcFigures, ValidationFigures, VerifyReport
+from conformance.zoo import ZooReport
 
 # Mismatches drawn in full (diagram, source state); the other examples kept are listed in a table.
 MISMATCH_DIAGRAMS = 5
@@ -472,6 +473,38 @@ def _spec_section(spec: SpecReport) -> str:
     return text + _timings_section(spec) + "</section>\n"
 
 
+def _zoo_section(zoo: ZooReport) -> str:
+    """Each bug of the zoo: what caught it in the spec variant (TLC) and in the mutant (conformance)."""
+    rows = [
+        "<tr><th>bug</th><th>spec variant (TLC)</th><th>implementation mutant (conformance)</th>"
+        "<th>verdict</th></tr>"
+    ]
+    for entry in zoo.entries:
+        spec, impl = entry.spec, entry.impl
+        spec_text = (
+            f"{spec.invariant} violated after {len(spec.trace)} states ({_seconds(spec.seconds)} s)"
+            if spec.caught
+            else f"not caught: {spec.outcome}"
+        )
+        impl_text = (
+            f"{impl.mismatch.kind} mismatch at {impl.mismatch.action or 'a state'}"
+            f" after {impl.states_replayed:,} states ({_seconds(impl.seconds)} s)"
+            if impl.caught and impl.mismatch
+            else f"not caught in {impl.states_replayed:,} states"
+        )
+        rows.append(
+            f"<tr><td>{_code(entry.name)}<br>{_e(entry.title)}<br>{_code(entry.override)}</td>"
+            f"<td>{_e(spec_text)}</td><td>{_e(impl_text)}</td><td>{_verdict_html(entry.caught)}</td></tr>"
+        )
+    return (
+        f'<section id="zoo"><h2>Bug zoo {_verdict_html(zoo.all_caught)}</h2>\n'
+        "<p>Each known bug as a spec variant (spec/PMEZoo.tla, selected by a definition override) that TLC"
+        " must falsify, and as an implementation mutant that conformance replay must reject"
+        " (docs/bugzoo.md).</p>\n"
+        f"<table>{''.join(rows)}</table></section>\n"
+    )
+
+
 def html_page(report: VerifyReport) -> str:
     """The whole report page (see the module docstring)."""
     return (
@@ -484,6 +517,7 @@ def html_page(report: VerifyReport) -> str:
         f" {_e(_seconds(report.total_seconds))} s in all.</p>\n"
         + _summary(report)
         + "".join(_spec_section(spec) for spec in report.specs)
+        + (_zoo_section(report.zoo) if report.zoo is not None else "")
         + "<footer><p>Diagrams are Mermaid source. To draw them, put <code>mermaid.min.js</code>"
         " (npm package mermaid, <code>dist/</code>) beside this page.</p></footer>\n"
         '<script src="mermaid.min.js"></script>\n</body></html>\n'

@@ -375,8 +375,9 @@ Supply(n, p, d) ==
 \* The demander applies a batch: entries newer than its own (logged to its WAL); after the last batch
 \* its counter is durable up to LWM (logged) and the copy is OWNING, else it asks for the next batch.
 \* When the last rebalancing of the version ends and the owner order changes (a server that caught up
-\* comes before the ones that were primary meanwhile), the late affinity switch starts an exchange on a
-\* new minor version: the primary changes only there, where update(max) raises the new primary's HWM.
+\* moves back to its place in the assignment, possibly first), the late affinity switch starts an
+\* exchange on a new minor version: the primary changes only there, where update(max) raises the new
+\* primary's HWM.
 Rebalance(n, p) ==
     /\ \E m \in rebal :
         /\ m.type = "Supply" /\ m.to = n /\ m.part = p
