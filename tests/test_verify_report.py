@@ -263,7 +263,8 @@ def test_cli_verify_json_and_exit_codes(
 ) -> None:
     # Specs without a mapping are model-checked only: a quick main job end to end.
     monkeypatch.setattr(cli, "STANDARD_SPECS", [OK_SPEC])
-    assert cli.main(["verify", "--json", "--out", str(tmp_path / "ok"), "--heap", "256m"]) == 0
+    argv = ["verify", "--skip-zoo", "--heap", "256m"]
+    assert cli.main([*argv, "--json", "--out", str(tmp_path / "ok")]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["holds"] is True and data["specs"][0]["holds"] is True  # computed, and in the JSON
     report = VerifyReport.model_validate(data)
@@ -271,7 +272,7 @@ def test_cli_verify_json_and_exit_codes(
     assert (tmp_path / "ok" / "index.html").is_file()
 
     monkeypatch.setattr(cli, "STANDARD_SPECS", [OK_SPEC, falsified])
-    assert cli.main(["verify", "--out", str(tmp_path / "bad"), "--heap", "256m"]) == 1
+    assert cli.main([*argv, "--out", str(tmp_path / "bad")]) == 1
     out = capsys.readouterr().out
     assert "FAILS: UpdateCounterFalsified" in out and str(tmp_path / "bad" / "index.html") in out
     assert "invariant violated" in out
