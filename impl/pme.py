@@ -276,7 +276,7 @@ class PmeCluster(Cluster):
 
     @property
     def coordinator(self) -> str:
-        """The oldest live server."""
+        """The first live server in the configured order (Ignite: the oldest by join order)."""
         return next(n for n in self.config.servers if n in self.alive)
 
     @property

@@ -20,7 +20,7 @@
 (* event on its own schedule (SendSingle); it waits until its transactions *)
 (* of the old version are released, finalizes its counters if a server     *)
 (* left, and sends the coordinator its single message: per copy its LWM,   *)
-(* state and how far back its WAL can supply. The coordinator (the oldest  *)
+(* state and how far back its WAL can supply. The coordinator (the first  *)
 (* live server) takes per partition the maximum LWM among OWNING copies;   *)
 (* on a join or baseline change it demotes lagging OWNING copies to        *)
 (* MOVING (not on a plain node left), creates MOVING copies on new owners, *)
@@ -29,13 +29,15 @@
 (* message; every server applies it in the same step (FullMessage):        *)
 (* update(max) on OWNING and MOVING copies - which raises a new primary's  *)
 (* HWM - the new states, and the new owner list. A partition without an    *)
-(* OWNING copy is LOST: writes to it fail (READ_WRITE_SAFE and             *)
-(* READ_ONLY_SAFE agree for write-only transactions).                      *)
+(* OWNING copy on a server that was in the topology before is LOST: writes *)
+(* to it fail (READ_WRITE_SAFE and READ_ONLY_SAFE agree for write-only     *)
+(* transactions).                                                          *)
 (*                                                                         *)
 (* Rebalancing: the demander asks (Demand), the supplier answers a batch   *)
 (* (Supply), the demander applies it (Rebalance) and asks for the next;    *)
 (* the last batch makes the copy OWNING. A RENTING copy is evicted once no *)
-(* copy of its partition is MOVING.                                        *)
+(* copy of its partition is MOVING. A server may truncate its WAL archive  *)
+(* (TruncateWal); history it offered or that rebalancing uses is reserved. *)
 (*                                                                         *)
 (* Simplifications beyond TxCounters':                                     *)
 (*  - every partition shares one owner list; its order puts servers whose  *)
@@ -55,7 +57,10 @@
 (*    partition before it becomes OWNING); a MOVING copy restarts from its *)
 (*    initial counter (persisted in the partition meta);                   *)
 (*  - LOST partitions are never reset (resetLostPartitions is an operator  *)
-(*    command outside the protocol).                                       *)
+(*    command outside the protocol);                                       *)
+(*  - the coordinator is the first live server in index order; Ignite's is *)
+(*    the oldest by join order (a rejoined s1 would not coordinate). No    *)
+(*    decision depends on which server coordinates.                        *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets, TLC
 
@@ -271,6 +276,7 @@ SendSingle(n) ==
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, data, msgs,
                    state, baseline, lost, pending, rebal, crashes, joiners, history>>
 
+\* The coordinator: the first live server in index order (see the simplifications).
 Coordinator == CHOOSE n \in alive : \A o \in alive : Index(n) <= Index(o)
 
 \* The coordinator's decision for partition p, from the single messages. A partition is LOST when no
@@ -521,10 +527,11 @@ OwnersFollowAffinity ==
     /\ \A n \in Range(owners) \cap alive : Parts \ lost \subseteq Copies(n)
 
 \* An acknowledged update survives while a copy that applied it is alive or restarts: the copy still holds
-\* it (or a later write of the key).
+\* it (or a later write of the key). MOVING copies are being rebuilt (a copy evicted and assigned again
+\* starts empty beside its old WAL records); OwningCoversLwm checks them once they own.
 AckedNeverLost ==
     \A r \in Tx!DataRecs, n \in Servers :
-        (Copy(n, Part(r.key)) /\ Tx!Acked(r.tx) /\ r \in wal[n]) =>
+        (Copy(n, Part(r.key)) /\ StateOf(n, Part(r.key)) # "MOVING" /\ Tx!Acked(r.tx) /\ r \in wal[n]) =>
             r.key \in DOMAIN data[n] /\ data[n][r.key].cntr >= r.cntr
 
 DataIn(n, p) == [k \in {k \in DOMAIN data[n] : Part(k) = p} |-> data[n][k]]
