@@ -599,8 +599,8 @@ class PmeCluster(Cluster):
         if supply.last:
             records.append(RebalancedRecord(part, n.counters[part].lwm))
             c.states[node][part] = OWNING
-            c.rebal = frozenset()
-            if self.rebal == {supply} and c.owner_order() != self.owners[0]:
+            c.rebal = self.rebal - {supply}
+            if not c.rebal and c.owner_order() != self.owners[0]:
                 c._new_version(Version(self.top_ver.major, self.top_ver.minor + 1), Event.AFFINITY)
         else:
             more = Demand(part, node, supply.sender, supply.mode, supply.after, supply.upto)

@@ -402,7 +402,7 @@ Rebalance(n, p) ==
                       IN /\ state' = owned
                          /\ IF switch
                             THEN NewVersion(<<topVer[1], topVer[2] + 1>>, "affinity")
-                            ELSE /\ rebal' = {}
+                            ELSE /\ rebal' = rebal \ {m}
                                  /\ UNCHANGED <<topVer, pending, singles>>
                  ELSE /\ rebal' = (rebal \ {m}) \cup
                                   {[type |-> "Demand", part |-> p, sender |-> n, to |-> m.sender,
