@@ -161,19 +161,9 @@ def cmd_zoo(args: argparse.Namespace) -> int:
         if args.json:
             return
         mark = "[green]caught[/]" if result.caught else "[red]MISSED[/]"
-        spec, impl = result.spec, result.impl
-        spec_text = (
-            f"{spec.invariant} after {len(spec.trace)} states, {spec.seconds:.1f} s"
-            if spec.caught
-            else f"not caught ({spec.outcome})"
-        )
-        impl_text = (
-            f"{impl.mismatch.kind} mismatch at state {impl.states_replayed:,}, {impl.seconds:.1f} s"
-            if impl.caught and impl.mismatch
-            else f"not caught ({impl.states_replayed:,} states replayed)"
-        )
         out.print(f"{mark} [bold]{result.name}[/]: {escape(result.title)}")
-        out.print(f"    spec (TLC): {escape(spec_text)}; impl (conformance): {escape(impl_text)}")
+        out.print(f"    spec (TLC): {escape(result.spec.describe())}")
+        out.print(f"    impl (conformance): {escape(result.impl.describe())}")
 
     with progress(not args.json) as status:
         status.phase("bug zoo: TLC on each spec variant, conformance on each mutant")

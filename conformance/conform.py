@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 
@@ -101,10 +101,9 @@ def replay_with_spark(
     return total
 
 
-def replay_locally(
-    graph: Path, spec: str, constants: Mapping[str, Value], mutant: str | None
-) -> ReplaySummary:
-    """The same replay in this process, without Spark (a baseline for benchmarks and small graphs)."""
+def graph_rows(graph: Path) -> Iterator[tuple[int, str, list[tuple[int, str, str]]]]:
+    """(state, its JSON, outgoing edges (dst, dst JSON, dst action)) in the tables' order, which is TLC's
+    discovery order: shallow states first."""
     states = pq.read_table(graph / "states.parquet").to_pydict()
     edges = pq.read_table(graph / "edges.parquet").to_pydict()
     by_fp = dict(zip(states["fp"], states["state"], strict=True))
@@ -112,8 +111,15 @@ def replay_locally(
     outgoing: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
     for src, dst in zip(edges["src"], edges["dst"], strict=True):
         outgoing[src].append((dst, by_fp[dst], actions[dst]))
-    rows = ((fp, by_fp[fp], outgoing.get(fp, [])) for fp in states["fp"])
-    return replay_states(spec, constants, mutant, rows)
+    for fp in states["fp"]:
+        yield fp, by_fp[fp], outgoing.get(fp, [])
+
+
+def replay_locally(
+    graph: Path, spec: str, constants: Mapping[str, Value], mutant: str | None
+) -> ReplaySummary:
+    """The same replay in this process, without Spark (a baseline for benchmarks and small graphs)."""
+    return replay_states(spec, constants, mutant, graph_rows(graph))
 
 
 def _write_mismatches(path: Path, summary: ReplaySummary) -> None:

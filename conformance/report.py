@@ -480,21 +480,10 @@ def _zoo_section(zoo: ZooReport) -> str:
         "<th>verdict</th></tr>"
     ]
     for entry in zoo.entries:
-        spec, impl = entry.spec, entry.impl
-        spec_text = (
-            f"{spec.invariant} violated after {len(spec.trace)} states ({_seconds(spec.seconds)} s)"
-            if spec.caught
-            else f"not caught: {spec.outcome}"
-        )
-        impl_text = (
-            f"{impl.mismatch.kind} mismatch at {impl.mismatch.action or 'a state'}"
-            f" after {impl.states_replayed:,} states ({_seconds(impl.seconds)} s)"
-            if impl.caught and impl.mismatch
-            else f"not caught in {impl.states_replayed:,} states"
-        )
         rows.append(
             f"<tr><td>{_code(entry.name)}<br>{_e(entry.title)}<br>{_code(entry.override)}</td>"
-            f"<td>{_e(spec_text)}</td><td>{_e(impl_text)}</td><td>{_verdict_html(entry.caught)}</td></tr>"
+            f"<td>{_e(entry.spec.describe())}</td><td>{_e(entry.impl.describe())}</td>"
+            f"<td>{_verdict_html(entry.caught)}</td></tr>"
         )
     return (
         f'<section id="zoo"><h2>Bug zoo {_verdict_html(zoo.all_caught)}</h2>\n'

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from pydantic import BaseModel, Field
 
-from conformance.conform import dump_graph
+from conformance.conform import dump_graph, graph_rows
 from conformance.errors import TidemarkError
 from conformance.mappings import mapping_for
 from conformance.mutants import PME_MUTANTS
@@ -123,6 +121,11 @@ class SpecCatch(BaseModel):
     seconds: float
     error: str | None = None
 
+    def describe(self) -> str:
+        if not self.caught:
+            return f"not caught: {self.outcome}"
+        return f"{self.invariant} violated after {len(self.trace)} states ({self.seconds:.1f} s)"
+
 
 class ImplCatch(BaseModel):
     """Conformance replay of the mutant against the correct spec's state graph."""
@@ -132,6 +135,15 @@ class ImplCatch(BaseModel):
     states_replayed: int = Field(description="states replayed up to the first mismatch (or all)")
     seconds: float
     mismatch: Mismatch | None = None
+
+    def describe(self) -> str:
+        if self.mismatch is None:
+            return f"not caught in {self.states_replayed:,} states"
+        action = self.mismatch.action["name"] if isinstance(self.mismatch.action, dict) else "a state"
+        return (
+            f"{self.mismatch.kind} mismatch at state {self.states_replayed:,} ({action})"
+            f" ({self.seconds:.1f} s)"
+        )
 
 
 class ZooResult(BaseModel):
@@ -201,24 +213,11 @@ def catch_in_spec(entry: ZooEntry, work_dir: Path, options: TlcOptions) -> SpecC
     )
 
 
-def _graph_rows(graph: Path) -> Iterator[tuple[int, str, list[tuple[int, str, str]]]]:
-    """(state, its JSON, outgoing edges) in TLC's discovery order: shallow states first."""
-    states = pq.read_table(graph / "states.parquet").to_pydict()
-    edges = pq.read_table(graph / "edges.parquet").to_pydict()
-    by_fp = dict(zip(states["fp"], states["state"], strict=True))
-    actions = dict(zip(states["fp"], states["action"], strict=True))
-    outgoing: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
-    for src, dst in zip(edges["src"], edges["dst"], strict=True):
-        outgoing[src].append((dst, by_fp[dst], actions[dst]))
-    for fp in states["fp"]:
-        yield fp, by_fp[fp], outgoing.get(fp, [])
-
-
 def catch_in_impl(entry: ZooEntry, graph: Path) -> ImplCatch:
     started = time.monotonic()
     mapping = mapping_for("PME", read_config(entry.model).constants, entry.name)
     replayed = 0
-    for fp, state, outgoing in _graph_rows(graph):
+    for fp, state, outgoing in graph_rows(graph):
         replayed += 1
         summary = replay_state(mapping, fp, state, outgoing)
         if summary.examples:
