@@ -7,14 +7,13 @@ machines against them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import ClassVar, TypeVar
 
 from conformance.errors import TidemarkError
-from impl.cluster import Cluster, Config, NearState, NearTx, TxState
+from impl.cluster import Cluster, Config, TxState
 from impl.counter import PartitionUpdateCounter
-from impl.messages import LockRequest, Message
-from impl.pme import Demand, Mode, PartState, PmeCluster
+from impl.pme import PartState, PmeCluster
 from impl.wal import DataRecord, RollbackRecord
 
 T = TypeVar("T")
@@ -107,12 +106,9 @@ class FinalizeBeforeRelease(PmeCluster):
 class AnyOwningSupplies(PmeCluster):
     """4. The supplier is the oldest OWNING copy, whatever its counter."""
 
-    def _demand(self, demander: str, part: int, init: int) -> Demand:
-        supplier = next(n for n in self.config.servers if n in self._owning_copies(part))
-        best = self._max_lwm(part)
-        if self._historical(supplier, part, init):
-            return Demand(part, demander, supplier, Mode.HISTORICAL, init, best)
-        return Demand(part, demander, supplier, Mode.FULL, 0, best)
+    def _suppliers(self, part: int) -> list[str]:
+        owning = self._owning_copies(part)
+        return [n for n in self.config.servers if n in owning]
 
 
 class PmePrimaryRollbackFirst(PrimaryRollbackFirst, PmeCluster):
@@ -123,12 +119,8 @@ class MapToAnotherOwner(PmeCluster):
     """6. Non-atomic primary switch: the near node maps transactions with another owner's view of the
     primary on the same version (the last owner)."""
 
-    def _map(self, tx: str, consumed: Iterable[Message]) -> Cluster:
-        c = self.copy()
-        primary = self.tx_owners(tx)[-1]
-        c.near[tx] = NearTx(NearState.LOCKING, self.ready_ver, primary)
-        c._post(consumed, [LockRequest(tx, primary, self.ready_ver)])
-        return c
+    def _primary_for(self, tx: str) -> str:
+        return self.tx_owners(tx)[-1]
 
 
 class RestoreSequential(PmeCluster):
@@ -151,9 +143,8 @@ class PmeCommitWithoutWal(CommitWithoutWal, PmeCluster):
 class HistoricalIgnoringWal(PmeCluster):
     """9. Historical rebalance although the supplier's WAL no longer reaches back to the copy's counter."""
 
-    def _historical(self, supplier: str, part: int, init: int) -> bool:
-        size = sum(1 for k in self.nodes[supplier].data if self.config.partition(k) == part)
-        return size >= self.config.wal_rebalance_threshold and self._max_lwm(part) - init < size
+    def _wal_covers(self, supplier: str, part: int, init: int) -> bool:
+        return True
 
 
 class NeverFinalizes(PmeCluster):

@@ -449,9 +449,13 @@ class Cluster:
         self._require(self._when_tx_start(tx), "TxStart", tx=tx)
         return self._map(tx, consumed=())
 
+    def _primary_for(self, tx: str) -> str:
+        """The near map: the transaction's primary on the ready version."""
+        return self.tx_owners(tx)[0]
+
     def _map(self, tx: str, consumed: Iterable[Message]) -> Cluster:
         c = self.copy()
-        primary = self.tx_owners(tx)[0]
+        primary = self._primary_for(tx)
         c.near[tx] = NearTx(NearState.LOCKING, self.ready_ver, primary)
         c._post(consumed, [LockRequest(tx, primary, self.ready_ver)])
         return c

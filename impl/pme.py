@@ -485,21 +485,30 @@ class PmeCluster(Cluster):
             return OWNING
         return Copy(PartState.MOVING, info.lwm)
 
+    def _wal_covers(self, supplier: str, part: int, init: int) -> bool:
+        """The supplier's WAL still reaches back to the demander's counter."""
+        return self.singles[supplier][part].hist <= init
+
     def _historical(self, supplier: str, part: int, init: int) -> bool:
         """The supplier's WAL reaches back to the demander's counter, the partition is big enough for WAL
         rebalancing, and fewer updates are missing than it has entries."""
         size = sum(1 for k in self.nodes[supplier].data if self.config.partition(k) == part)
         return (
-            self.singles[supplier][part].hist <= init
+            self._wal_covers(supplier, part, init)
             and size >= self.config.wal_rebalance_threshold
             and self._max_lwm(part) - init < size
         )
 
-    def _demand(self, demander: str, part: int, init: int) -> Demand:
-        """Ask the first max-LWM owner that can supply from its WAL, else the first max-LWM owner (full)."""
+    def _suppliers(self, part: int) -> list[str]:
+        """The copies that may supply: the OWNING ones with the maximum LWM, oldest first."""
         best = self._max_lwm(part)
-        suppliers = [n for n in self.config.servers if n in self._owning_copies(part)]
-        suppliers = [n for n in suppliers if self.singles[n][part].lwm == best]
+        owning = self._owning_copies(part)
+        return [n for n in self.config.servers if n in owning and self.singles[n][part].lwm == best]
+
+    def _demand(self, demander: str, part: int, init: int) -> Demand:
+        """Ask the first supplier that can supply from its WAL, else the first supplier (full)."""
+        best = self._max_lwm(part)
+        suppliers = self._suppliers(part)
         historical = [n for n in suppliers if self._historical(n, part, init)]
         if historical:
             return Demand(part, demander, historical[0], Mode.HISTORICAL, init, best)
