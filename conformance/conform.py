@@ -3,16 +3,20 @@
 Run directory layout (one per spec and model, reused by later commands):
     states.parquet, edges.parquet   the state graph (conformance/tlc/dot.py)
     inputs.json                     what the graph was made from: a rerun on the same inputs reuses it
-    mismatches.parquet              every mismatch example kept (ITF JSON per row)
+    results.parquet/                one row per state: edges replayed and mismatching, the actions the
+                                    spec takes and the impl enables (missing/extra), coverage, mismatches
+    mismatches.parquet              the mismatch examples kept in the summary, explained (JSON per row)
     summary.json                    the ConformResult
 """
 
 from __future__ import annotations
 
 import hashlib
+import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -22,10 +26,20 @@ from pydantic import BaseModel, Field
 
 from conformance.errors import TidemarkError
 from conformance.mappings import mapping_for
-from conformance.replay import Mismatch, ReplaySummary, replay_arrow_batches, replay_states
+from conformance.replay import (
+    RESULTS_DDL,
+    RESULTS_SCHEMA,
+    Mismatch,
+    ReplaySummary,
+    StateResult,
+    explain,
+    replay_arrow_batches,
+    replay_states,
+    results_batch,
+)
 from conformance.spark import spark_session
 from conformance.tlc.config import read_config
-from conformance.tlc.dot import GraphSummary, dot_to_parquet
+from conformance.tlc.dot import GRAPH_FORMAT, GraphSummary, dot_to_parquet
 from conformance.tlc.output import Outcome, TlcResult, parse_output
 from conformance.tlc.runner import TlcOptions, find_jar, run_tlc
 from conformance.tlc.values import Value
@@ -60,6 +74,9 @@ class ConformResult(BaseModel):
         )
 
 
+RESULTS = "results.parquet"
+
+
 def default_run_dir(spec: Path, config: Path) -> Path:
     return Path("runs") / f"{spec.stem}-{config.stem}"
 
@@ -67,7 +84,8 @@ def default_run_dir(spec: Path, config: Path) -> Path:
 def replay_with_spark(
     spark: object, graph: Path, spec: str, constants: Mapping[str, Value], mutant: str | None
 ) -> ReplaySummary:
-    """Group each state with its outgoing edges (dst states joined in) and replay partitions in parallel."""
+    """Group each state with its outgoing edges (the targets' digests and actions joined in), replay
+    partitions in parallel, and write the results table into `graph`."""
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -75,51 +93,103 @@ def replay_with_spark(
     states = spark.read.parquet(str(graph / "states.parquet"))
     edges = spark.read.parquet(str(graph / "edges.parquet"))
     targets = states.select(
-        F.col("fp").alias("dst"), F.col("state").alias("dst_state"), F.col("action").alias("dst_action")
+        F.col("fp").alias("dst"), F.col("digest").alias("dst_digest"), F.col("action").alias("dst_action")
     )
     outgoing = (
         edges.join(targets, "dst")
         .groupBy("src")
-        .agg(F.collect_list(F.struct("dst", "dst_state", "dst_action")).alias("out"))
+        .agg(F.collect_list(F.struct("dst", "dst_digest", "dst_action")).alias("out"))
     )
-    parallelism = max(spark.sparkContext.defaultParallelism * 4, 8)
     rows = (
-        states.join(outgoing, states.fp == outgoing.src, "left")
+        states.select("fp", "state")
+        .join(outgoing, states.fp == outgoing.src, "left")
         .select("fp", "state", "out")
-        .repartition(parallelism, "fp")
     )
     # Arrow batches, not pickled Rows: the JVM -> Python hand-over is the cost that dominates otherwise.
-    summaries = [
-        row.summary
-        for row in rows.mapInArrow(
-            partial(replay_arrow_batches, spec, dict(constants), mutant), "summary string"
-        ).collect()
-    ]
-    total = ReplaySummary()
-    for summary in summaries:
-        total = total.merge(ReplaySummary.model_validate_json(summary))
-    return total
+    results = rows.mapInArrow(partial(replay_arrow_batches, spec, dict(constants), mutant), RESULTS_DDL)
+    with _publishing(graph / RESULTS) as target:
+        results.write.parquet(str(target))
+    return summarize(graph)
 
 
-def graph_rows(graph: Path) -> Iterator[tuple[int, str, list[tuple[int, str, str]]]]:
-    """(state, its JSON, outgoing edges (dst, dst JSON, dst action)) in the tables' order, which is TLC's
-    discovery order: shallow states first."""
-    states = pq.read_table(graph / "states.parquet").to_pydict()
-    edges = pq.read_table(graph / "edges.parquet").to_pydict()
-    by_fp = dict(zip(states["fp"], states["state"], strict=True))
-    actions = dict(zip(states["fp"], states["action"], strict=True))
-    outgoing: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
-    for src, dst in zip(edges["src"], edges["dst"], strict=True):
-        outgoing[src].append((dst, by_fp[dst], actions[dst]))
-    for fp in states["fp"]:
-        yield fp, by_fp[fp], outgoing.get(fp, [])
+class GraphTables:
+    """A dumped graph held in this process's memory: the local replay's input, and the target states'
+    texts that explain mismatches."""
+
+    def __init__(self, graph: Path) -> None:
+        states = pq.read_table(graph / "states.parquet", columns=["fp", "state", "action", "digest"])
+        edges = pq.read_table(graph / "edges.parquet", columns=["src", "dst"]).to_pydict()
+        columns = states.to_pydict()
+        self.order: list[int] = columns["fp"]
+        self.texts = dict(zip(columns["fp"], columns["state"], strict=True))
+        target = {
+            fp: (fp, digest, action)
+            for fp, digest, action in zip(columns["fp"], columns["digest"], columns["action"], strict=True)
+        }
+        self.outgoing: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
+        for src, dst in zip(edges["src"], edges["dst"], strict=True):
+            self.outgoing[src].append(target[dst])
+
+    def rows(self) -> Iterator[tuple[int, str, list[tuple[int, int, str]]]]:
+        """(state, its JSON, outgoing edges (dst, dst digest, dst action)) in the tables' order, which is
+        TLC's discovery order: shallow states first."""
+        for fp in self.order:
+            yield fp, self.texts[fp], self.outgoing.get(fp, [])
 
 
 def replay_locally(
     graph: Path, spec: str, constants: Mapping[str, Value], mutant: str | None
 ) -> ReplaySummary:
     """The same replay in this process, without Spark (a baseline for benchmarks and small graphs)."""
-    return replay_states(spec, constants, mutant, graph_rows(graph))
+    tables = GraphTables(graph)
+    with _publishing(graph / RESULTS) as target:
+        target.mkdir()
+        with pq.ParquetWriter(target / "part-00000.parquet", RESULTS_SCHEMA) as writer:
+            pending: list[StateResult] = []
+            for result in replay_states(spec, constants, mutant, tables.rows()):
+                pending.append(result)
+                if len(pending) >= 4096:
+                    writer.write_batch(results_batch(pending))
+                    pending = []
+            writer.write_batch(results_batch(pending))
+    return summarize(graph, tables.texts.get)
+
+
+def summarize(graph: Path, state_text: Callable[[int], str | None] | None = None) -> ReplaySummary:
+    """Fold the run directory's results table into a summary; its edge mismatches are explained with
+    the spec's target states (`state_text`, or read from the states table)."""
+    summary = ReplaySummary()
+    for batch in pq.ParquetDataset(graph / RESULTS).read().to_batches():
+        summary.add_rows(batch)
+    if state_text is None:
+        wanted = [m.dst for m in summary.examples if m.actual_state is not None]
+        table = pq.read_table(
+            graph / "states.parquet", columns=["fp", "state"], filters=[("fp", "in", wanted)]
+        )
+        state_text = dict(
+            zip(table.column("fp").to_pylist(), table.column("state").to_pylist(), strict=True)
+        ).get
+    summary.examples = sorted(
+        (
+            explain(m, text) if m.dst is not None and (text := state_text(m.dst)) is not None else m
+            for m in summary.examples
+        ),
+        key=lambda m: (m.src, m.dst or 0, m.kind),
+    )
+    return summary
+
+
+@contextmanager
+def _publishing(target: Path) -> Iterator[Path]:
+    """A scratch path beside `target` that replaces it when the block succeeds (and is removed if not)."""
+    scratch = target.with_name(target.name + ".partial")
+    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        yield scratch
+        shutil.rmtree(target, ignore_errors=True)
+        scratch.replace(target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _write_mismatches(path: Path, summary: ReplaySummary) -> None:
@@ -143,6 +213,7 @@ def inputs_fingerprint(spec: Path, config: Path, options: TlcOptions) -> str:
     for path in [*sorted(spec.parent.glob("*.tla")), config, find_jar()]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     digest.update(options.model_dump_json(include={"mode", "fp", "seed", "depth", "traces"}).encode())
+    digest.update(f"graph format {GRAPH_FORMAT}".encode())
     return digest.hexdigest()
 
 
@@ -216,6 +287,7 @@ def conform(
     run_dir = run_dir or default_run_dir(spec, config)
     for stale in (run_dir / "summary.json", run_dir / "mismatches.parquet"):
         stale.unlink(missing_ok=True)
+    shutil.rmtree(run_dir / RESULTS, ignore_errors=True)
     phase("model checking with TLC (state graph dump)")
     dump = dump_graph(spec, config, run_dir, options or TlcOptions(), on_line)
     tlc, graph = dump.tlc, dump.graph

@@ -1,10 +1,12 @@
 """Replaying a spec's state graph against the implementation: the per-state, per-edge checks.
 
 For a state s with outgoing edges s --a--> s' (a is the `action` recorded in s'):
-- edge check: apply(concretize(s), a) must succeed and abstract to s';
+- edge check: apply(concretize(s), a) must succeed and abstract to s' (compared by `state_digest` of
+  the canonical text: the graph carries 8 bytes per edge, not the target's text);
 - enabledness: enabled(concretize(s)) must equal the set of actions on s's outgoing edges.
-Pure functions over ITF JSON text: the Spark job maps them over partitions, the local runner calls
-them in a loop, and the tests call them directly.
+Each state gives one `StateResult`, a row of the results table (RESULTS_SCHEMA); `ReplaySummary` folds
+them. Pure functions over ITF JSON text: the Spark job maps them over Arrow batches, the local runner
+calls them in a loop, and the tests call them directly.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
+import pyarrow as pa
 from pydantic import BaseModel, Field
 
 from conformance.mappings import ReplayError, SpecMapping, State, mapping_for
@@ -25,13 +29,35 @@ from conformance.tlc.values import (
     canonical_state_json,
     format_value,
     from_itf,
-    state_from_itf,
+    state_digest,
+    state_from_json,
     to_itf,
     value_sort_key,
 )
 
-# Mismatches kept per partition in full (all are counted); enough to debug, bounded in memory.
-EXAMPLES_PER_PARTITION = 50
+# Mismatch examples a summary keeps in full (all are counted, and all are in the results table).
+EXAMPLES = 50
+
+# One row per replayed state; `missing`/`extra` hold actions as ITF JSON text, `examples` the state's
+# mismatches as a JSON list (null when it has none).
+RESULTS_SCHEMA = pa.schema(
+    [
+        ("fp", pa.int64()),
+        ("edges", pa.int32()),
+        ("edges_replayed", pa.int32()),
+        ("edge_mismatches", pa.int32()),
+        ("spec_actions", pa.int32()),
+        ("impl_enabled", pa.int32()),
+        ("missing", pa.list_(pa.string())),
+        ("extra", pa.list_(pa.string())),
+        ("coverage", pa.map_(pa.string(), pa.int32())),
+        ("examples", pa.string()),
+    ]
+)
+RESULTS_DDL = (
+    "fp bigint, edges int, edges_replayed int, edge_mismatches int, spec_actions int, impl_enabled int,"
+    " missing array<string>, extra array<string>, coverage map<string,int>, examples string"
+)
 
 
 class Mismatch(BaseModel):
@@ -40,10 +66,27 @@ class Mismatch(BaseModel):
     dst: int | None = None
     action: Any = Field(default=None, description="the spec's action (ITF)")
     source_state: dict[str, Any]
+    actual_state: dict[str, Any] | None = Field(default=None, description="the impl's successor (ITF)")
     diff: list[str] = Field(default_factory=list, description="path: expected (spec) vs actual (impl)")
     error: str | None = None
     missing: list[Any] = Field(default_factory=list, description="actions the spec takes, impl not enabled")
     extra: list[Any] = Field(default_factory=list, description="actions the impl enables, spec does not take")
+
+
+@dataclass
+class StateResult:
+    """What replaying one state and its outgoing edges found."""
+
+    fp: int
+    edges: int = 0
+    edges_replayed: int = 0
+    edge_mismatches: int = 0
+    spec_actions: int = 0
+    impl_enabled: int = 0
+    missing: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+    coverage: Counter[str] = field(default_factory=Counter)
+    examples: list[Mismatch] = field(default_factory=list)
 
 
 class ReplaySummary(BaseModel):
@@ -55,19 +98,24 @@ class ReplaySummary(BaseModel):
     coverage: dict[str, int] = Field(default_factory=dict, description="edges replayed per action name")
     examples: list[Mismatch] = Field(default_factory=list)
 
-    def merge(self, other: ReplaySummary) -> ReplaySummary:
-        coverage = Counter(self.coverage)
-        coverage.update(other.coverage)
-        examples = sorted(self.examples + other.examples, key=lambda m: (m.src, m.dst or 0, m.kind))
-        return ReplaySummary(
-            states=self.states + other.states,
-            edges=self.edges + other.edges,
-            edges_replayed=self.edges_replayed + other.edges_replayed,
-            mismatches=self.mismatches + other.mismatches,
-            enabledness_mismatches=self.enabledness_mismatches + other.enabledness_mismatches,
-            coverage=dict(sorted(coverage.items())),
-            examples=examples,
+    def add_rows(self, batch: pa.RecordBatch) -> None:
+        """Fold a batch of results-table rows into this summary (keeping the first EXAMPLES examples)."""
+        columns = batch.to_pydict()
+        self.states += batch.num_rows
+        self.edges += sum(columns["edges"])
+        self.edges_replayed += sum(columns["edges_replayed"])
+        self.mismatches += sum(columns["edge_mismatches"])
+        self.enabledness_mismatches += sum(
+            bool(missing or extra)
+            for missing, extra in zip(columns["missing"], columns["extra"], strict=True)
         )
+        for pairs in columns["coverage"]:
+            for name, count in pairs:
+                self.coverage[name] = self.coverage.get(name, 0) + count
+        for examples in columns["examples"]:
+            if examples is not None and len(self.examples) < EXAMPLES:
+                self.examples += [Mismatch.model_validate(m) for m in json.loads(examples)]
+        self.coverage = dict(sorted(self.coverage.items()))
 
 
 def value_diff(expected: Value, actual: Value, path: str = "") -> list[str]:
@@ -108,118 +156,154 @@ def _action_name(action: Value) -> str:
     return "?"
 
 
+def _itf_text(action: Value) -> str:
+    return json.dumps(to_itf(action), sort_keys=True, separators=(",", ":"))
+
+
 def replay_state(
-    mapping: SpecMapping, fp: int, state_json: str, outgoing: Iterable[tuple[int, str, str]]
-) -> ReplaySummary:
+    mapping: SpecMapping, fp: int, state_json: str, outgoing: Iterable[tuple[int, int, str]]
+) -> StateResult:
     """Check one state and every edge leaving it.
 
-    `outgoing` holds (dst fingerprint, dst state, dst action), all canonical ITF JSON text: the
-    implementation's successor is compared as canonical text, and parsed only to explain a mismatch.
+    `outgoing` holds (dst fingerprint, dst digest, dst action as canonical ITF JSON text): the
+    implementation's successor is printed as canonical text and compared by digest; an edge mismatch
+    keeps the successor (`actual_state`) so that `explain` can diff it against the spec's.
     """
-    source_itf = json.loads(state_json)
-    source = state_from_itf(source_itf)
-    summary = ReplaySummary(states=1)
+    source = state_from_json(state_json)
+    result = StateResult(fp=fp)
     taken: set[Value] = set()
-    coverage: Counter[str] = Counter()
     try:
         impl = mapping.concretize(source)
     except (ReplayError, ValueError) as error:
-        summary.mismatches = 1
-        summary.examples.append(
-            Mismatch(kind="edge", src=fp, source_state=source_itf, error=f"concretize: {error}")
+        result.edge_mismatches = 1
+        result.examples.append(
+            Mismatch(kind="edge", src=fp, source_state=json.loads(state_json), error=f"concretize: {error}")
         )
-        return summary
-    for dst, dst_json, action_json in outgoing:
-        summary.edges += 1
+        return result
+    for dst, dst_digest, action_json in outgoing:
+        result.edges += 1
         action = _parse_action(action_json)
         taken.add(action)
         try:
-            actual = mapping.abstract(mapping.apply(impl, action))
+            actual = canonical_state_json(mapping.abstract(mapping.apply(impl, action)))
         except (ReplayError, ValueError, AssertionError, RuntimeError) as error:
-            summary.mismatches += 1
-            summary.examples.append(
+            result.edge_mismatches += 1
+            result.examples.append(
                 Mismatch(
                     kind="edge",
                     src=fp,
                     dst=dst,
-                    action=to_itf(action),
-                    source_state=source_itf,
+                    action=json.loads(action_json),
+                    source_state=json.loads(state_json),
                     error=f"{type(error).__name__}: {error}",
                 )
             )
             continue
-        summary.edges_replayed += 1
-        coverage[_action_name(action)] += 1
-        if canonical_state_json(actual) != dst_json:
-            diff = state_diff(state_from_itf(json.loads(dst_json)), actual) or ["canonical texts differ"]
-            summary.mismatches += 1
-            summary.examples.append(
+        result.edges_replayed += 1
+        result.coverage[_action_name(action)] += 1
+        if state_digest(actual) != dst_digest:
+            result.edge_mismatches += 1
+            result.examples.append(
                 Mismatch(
-                    kind="edge", src=fp, dst=dst, action=to_itf(action), source_state=source_itf, diff=diff
+                    kind="edge",
+                    src=fp,
+                    dst=dst,
+                    action=json.loads(action_json),
+                    source_state=json.loads(state_json),
+                    actual_state=json.loads(actual),
                 )
             )
     enabled = mapping.enabled(impl)
+    result.spec_actions, result.impl_enabled = len(taken), len(enabled)
     if enabled != taken:
-        summary.enabledness_mismatches = 1
-        summary.examples.append(
+        missing = sorted(taken - enabled, key=value_sort_key)
+        extra = sorted(enabled - taken, key=value_sort_key)
+        result.missing, result.extra = list(map(_itf_text, missing)), list(map(_itf_text, extra))
+        result.examples.append(
             Mismatch(
                 kind="enabledness",
                 src=fp,
-                source_state=source_itf,
-                missing=[to_itf(a) for a in sorted(taken - enabled, key=value_sort_key)],
-                extra=[to_itf(a) for a in sorted(enabled - taken, key=value_sort_key)],
+                source_state=json.loads(state_json),
+                missing=[to_itf(a) for a in missing],
+                extra=[to_itf(a) for a in extra],
             )
         )
-    summary.coverage = dict(coverage)
-    return summary
+    return result
+
+
+def explain(mismatch: Mismatch, expected_json: str) -> Mismatch:
+    """The edge mismatch with its diff against the spec's successor (the target state's text)."""
+    if mismatch.actual_state is None:
+        return mismatch
+    expected = state_from_json(expected_json)
+    actual = state_from_json(json.dumps(mismatch.actual_state))
+    return mismatch.model_copy(update={"diff": state_diff(expected, actual) or ["canonical texts differ"]})
 
 
 def replay_states(
     spec: str,
     constants: Mapping[str, Value],
     mutant: str | None,
-    rows: Iterable[tuple[int, str, Iterable[tuple[int, str, str]] | None]],
-) -> ReplaySummary:
-    """Replay a batch of (fp, state JSON, outgoing edges) rows; one summary for the batch."""
+    rows: Iterable[tuple[int, str, Iterable[tuple[int, int, str]]]],
+) -> Iterator[StateResult]:
+    """Replay (fp, state JSON, outgoing edges) rows, one result per state."""
     mapping = mapping_for(spec, constants, mutant)
-    total = ReplaySummary()
     for fp, state_json, outgoing in rows:
-        result = replay_state(mapping, fp, state_json, outgoing or ())
-        total = _accumulate(total, result)
-    total.examples = total.examples[:EXAMPLES_PER_PARTITION]
-    return total
+        yield replay_state(mapping, fp, state_json, outgoing)
 
 
-def _accumulate(total: ReplaySummary, result: ReplaySummary) -> ReplaySummary:
-    # Cheaper than merge(): one state's result folded into a running total.
-    total.states += result.states
-    total.edges += result.edges
-    total.edges_replayed += result.edges_replayed
-    total.mismatches += result.mismatches
-    total.enabledness_mismatches += result.enabledness_mismatches
-    for name, count in result.coverage.items():
-        total.coverage[name] = total.coverage.get(name, 0) + count
-    if len(total.examples) < EXAMPLES_PER_PARTITION:
-        total.examples += result.examples
-    return total
+def results_batch(results: list[StateResult]) -> pa.RecordBatch:
+    """Results as a batch of the results table."""
+    return pa.RecordBatch.from_pydict(
+        {
+            "fp": [r.fp for r in results],
+            "edges": [r.edges for r in results],
+            "edges_replayed": [r.edges_replayed for r in results],
+            "edge_mismatches": [r.edge_mismatches for r in results],
+            "spec_actions": [r.spec_actions for r in results],
+            "impl_enabled": [r.impl_enabled for r in results],
+            "missing": [r.missing for r in results],
+            "extra": [r.extra for r in results],
+            "coverage": [sorted(r.coverage.items()) for r in results],
+            "examples": [
+                json.dumps([m.model_dump(mode="json") for m in r.examples]) if r.examples else None
+                for r in results
+            ],
+        },
+        schema=RESULTS_SCHEMA,
+    )
+
+
+def _arrow_rows(batches: Iterator[Any]) -> Iterator[tuple[int, str, list[tuple[int, int, str]]]]:
+    # Columns, not to_pydict(): building a dict per edge was a large part of the hand-over's cost.
+    for batch in batches:
+        out = batch.column("out")
+        lengths = out.value_lengths().fill_null(0).to_pylist()
+        flat = out.flatten()
+        dsts = flat.field("dst").to_pylist()
+        digests = flat.field("dst_digest").to_pylist()
+        actions = flat.field("dst_action").to_pylist()
+        at = 0
+        for fp, state, n in zip(
+            batch.column("fp").to_pylist(), batch.column("state").to_pylist(), lengths, strict=True
+        ):
+            yield (
+                fp,
+                state,
+                list(zip(dsts[at : at + n], digests[at : at + n], actions[at : at + n], strict=True)),
+            )
+            at += n
 
 
 def replay_arrow_batches(
     spec: str, constants: Mapping[str, Value], mutant: str | None, batches: Iterator[Any]
-) -> Iterator[Any]:
-    """Spark mapInArrow body: batches of (fp, state, out=[{dst, dst_state, dst_action}]) -> one summary.
-
-    The whole partition is folded into a single summary row (JSON text), so what travels back to the
-    driver is small whatever the graph's size.
-    """
-    import pyarrow as pa
-
-    def rows() -> Iterator[tuple[int, str, list[tuple[int, str, str]]]]:
-        for batch in batches:
-            columns = batch.to_pydict()
-            for fp, state, out in zip(columns["fp"], columns["state"], columns["out"], strict=True):
-                edges = [(e["dst"], e["dst_state"], e["dst_action"]) for e in out] if out else []
-                yield fp, state, edges
-
-    summary = replay_states(spec, constants, mutant, rows())
-    yield pa.RecordBatch.from_pydict({"summary": [summary.model_dump_json()]})
+) -> Iterator[pa.RecordBatch]:
+    """Spark mapInArrow body: batches of (fp, state, out=[{dst, dst_digest, dst_action}]) -> results rows."""
+    pending: list[StateResult] = []
+    for result in replay_states(spec, constants, mutant, _arrow_rows(batches)):
+        pending.append(result)
+        if len(pending) >= 4096:
+            yield results_batch(pending)
+            pending = []
+    if pending:
+        yield results_batch(pending)

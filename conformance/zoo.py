@@ -23,11 +23,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from conformance.conform import dump_graph, graph_rows
+from conformance.conform import GraphTables, dump_graph
 from conformance.errors import TidemarkError
 from conformance.mappings import mapping_for
 from conformance.mutants import PME_MUTANTS
-from conformance.replay import Mismatch, replay_state
+from conformance.replay import Mismatch, explain, replay_state
 from conformance.tlc.config import read_config
 from conformance.tlc.output import Outcome, parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
@@ -217,14 +217,16 @@ def catch_in_impl(entry: ZooEntry, graph: Path) -> ImplCatch:
     started = time.monotonic()
     mapping = mapping_for("PME", read_config(entry.model).constants, entry.name)
     replayed = 0
-    for fp, state, outgoing in graph_rows(graph):
+    tables = GraphTables(graph)
+    for fp, state, outgoing in tables.rows():
         replayed += 1
-        summary = replay_state(mapping, fp, state, outgoing)
-        if summary.examples:
+        result = replay_state(mapping, fp, state, outgoing)
+        if result.examples:
             seconds = round(time.monotonic() - started, 3)
-            return ImplCatch(
-                caught=True, states_replayed=replayed, seconds=seconds, mismatch=summary.examples[0]
-            )
+            first = result.examples[0]
+            if first.dst is not None:
+                first = explain(first, tables.texts[first.dst])
+            return ImplCatch(caught=True, states_replayed=replayed, seconds=seconds, mismatch=first)
     return ImplCatch(caught=False, states_replayed=replayed, seconds=round(time.monotonic() - started, 3))
 
 

@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from functools import cache
 from itertools import product
 from typing import Any
 
@@ -143,6 +144,7 @@ STEPS: dict[str, tuple[str, ...]] = {
 }
 
 
+@cache
 def step_method(name: str) -> str:
     """The method taking a step: its snake-case name (TxStart -> tx_start)."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()

@@ -13,9 +13,16 @@ import pytest
 from conformance.cli import main
 from conformance.conform import ConformResult, conform
 from conformance.mappings import mapping_for
-from conformance.replay import replay_state
+from conformance.replay import explain, replay_state
 from conformance.tlc.config import read_config
-from conformance.tlc.values import Record, canonical_json, from_itf, state_from_itf, state_to_itf
+from conformance.tlc.values import (
+    Record,
+    canonical_json,
+    from_itf,
+    state_digest,
+    state_from_itf,
+    state_to_itf,
+)
 
 SPEC = Path("spec/UpdateCounter.tla")
 SMALL = Path("tests/models/UpdateCounter-small.cfg")
@@ -25,8 +32,14 @@ pytestmark = pytest.mark.tlc
 
 
 @pytest.fixture(scope="module")
-def spark_result(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> ConformResult:
-    return conform(SPEC, SMALL, run_dir=tmp_path_factory.mktemp("conform-spark"))
+def spark_run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[ConformResult, Path]:
+    run_dir = tmp_path_factory.mktemp("conform-spark")
+    return conform(SPEC, SMALL, run_dir=run_dir), run_dir
+
+
+@pytest.fixture(scope="module")
+def spark_result(spark_run: tuple[ConformResult, Path]) -> ConformResult:
+    return spark_run[0]
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +74,42 @@ def test_spark_and_local_replay_agree(
     )
 
 
+def _results(run_dir: Path) -> dict[int, dict[str, Any]]:
+    rows = pq.ParquetDataset(run_dir / "results.parquet").read().to_pylist()
+    return {row["fp"]: {**row, "coverage": dict(row["coverage"])} for row in rows}
+
+
+@pytest.mark.spark
+def test_spark_and_local_write_the_same_results_per_state(
+    spark_run: tuple[ConformResult, Path], local_run: tuple[ConformResult, Path]
+) -> None:
+    on_spark, local = _results(spark_run[1]), _results(local_run[1])
+    assert on_spark == local
+    assert len(local) == local_run[0].states
+
+
 def test_run_directory_holds_graph_and_summary(local_run: tuple[ConformResult, Path]) -> None:
     result, run_dir = local_run
     assert pq.read_metadata(run_dir / "states.parquet").num_rows == result.states
     assert pq.read_metadata(run_dir / "edges.parquet").num_rows == result.edges
     assert pq.read_metadata(run_dir / "mismatches.parquet").num_rows == 0
+    # One results row per state: its edges all replayed, and the impl enabling exactly the spec's actions.
+    results = _results(run_dir)
+    edges = pq.read_table(run_dir / "edges.parquet").to_pydict()
+    out_degree = {fp: 0 for fp in pq.read_table(run_dir / "states.parquet").to_pydict()["fp"]}
+    for src in edges["src"]:
+        out_degree[src] += 1
+    assert {fp: row["edges"] for fp, row in results.items()} == out_degree
+    assert all(
+        row["edges_replayed"] == row["edges"] and row["edge_mismatches"] == 0 for row in results.values()
+    )
+    assert all(row["spec_actions"] == row["impl_enabled"] and not row["missing"] for row in results.values())
+    assert any(row["spec_actions"] > 1 for row in results.values())
+    coverage: dict[str, int] = {}
+    for row in results.values():
+        for name, count in row["coverage"].items():
+            coverage[name] = coverage.get(name, 0) + count
+    assert coverage == result.coverage
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["edges_replayed"] == result.edges
     assert not list(run_dir.glob("*.partial")) and not (run_dir / "graph.dot").exists()
@@ -99,6 +143,11 @@ def test_counter_without_out_of_order_tracking_is_caught(tmp_path: Path) -> None
     edge = next(e for e in result.examples if e.kind == "edge")
     # The mutant moves LWM over holes: the diff names the counter's lwm (or items) of some copy.
     assert any(line.startswith("counter.") for line in edge.diff), edge
+    # Every mismatch is in the results table, at its state, not only the examples the summary keeps.
+    results = _results(tmp_path)
+    assert sum(row["edge_mismatches"] for row in results.values()) == result.mismatches
+    assert results[edge.src]["edge_mismatches"] >= 1
+    assert any(m["dst"] == edge.dst for m in json.loads(results[edge.src]["examples"]))
 
 
 def _graph(run_dir: Path) -> tuple[dict[int, str], dict[int, str], dict[int, list[int]]]:
@@ -130,14 +179,14 @@ def test_tampered_successor_is_reported_with_a_diff(local_run: tuple[ConformResu
     copy = str(from_itf(json.loads(actions[dst]))["copy"])
     changed = Record({**counter, copy: Record({**counter[copy], "lwm": 99})})  # type: ignore[dict-item]
     tampered["counter"] = changed
-    edges = [
-        (d, canonical_json(state_to_itf(tampered)) if d == dst else states[d], actions[d])
-        for d in outgoing[src]
-    ]
+    tampered_text = canonical_json(state_to_itf(tampered))
+    edges = [(d, state_digest(tampered_text if d == dst else states[d]), actions[d]) for d in outgoing[src]]
     result = replay_state(mapping, src, states[src], edges)
-    assert (result.mismatches, result.enabledness_mismatches) == (1, 0)
+    assert (result.edge_mismatches, result.missing, result.extra) == (1, [], [])
     [mismatch] = result.examples
-    assert mismatch.diff[0].startswith(f"counter.{copy}.lwm: expected 99, got ")
+    assert mismatch.actual_state == json.loads(states[dst])  # the impl's successor is the untampered one
+    explained = explain(mismatch, tampered_text)
+    assert explained.diff[0].startswith(f"counter.{copy}.lwm: expected 99, got ")
 
 
 def test_missing_edge_is_an_enabledness_mismatch(local_run: tuple[ConformResult, Path]) -> None:
@@ -146,8 +195,10 @@ def test_missing_edge_is_an_enabledness_mismatch(local_run: tuple[ConformResult,
     mapping = mapping_for("UpdateCounter", read_config(SMALL).constants)
     src = next(fp for fp, dsts in outgoing.items() if len(dsts) > 2)
     kept = outgoing[src][1:]
-    result = replay_state(mapping, src, states[src], [(d, states[d], actions[d]) for d in kept])
-    assert result.mismatches == 0 and result.enabledness_mismatches == 1
+    result = replay_state(mapping, src, states[src], [(d, state_digest(states[d]), actions[d]) for d in kept])
+    assert result.edge_mismatches == 0 and result.missing == []
+    assert [json.loads(a) for a in result.extra] == [json.loads(actions[outgoing[src][0]])]
+    assert (result.spec_actions, result.impl_enabled) == (len(kept), len(kept) + 1)
     [mismatch] = result.examples
     assert mismatch.extra == [json.loads(actions[outgoing[src][0]])] and mismatch.missing == []
 

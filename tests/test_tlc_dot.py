@@ -26,7 +26,7 @@ from conformance.tlc.dot import (
 )
 from conformance.tlc.output import parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
-from conformance.tlc.values import Value, format_state
+from conformance.tlc.values import Value, format_state, state_digest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tlc"
 
@@ -110,6 +110,9 @@ def test_dot_to_parquet_keeps_parallel_edges_and_self_loops(tmp_path: Path) -> N
         (-5, True, STATE_MINUS_5, None),
         (9223372036854775807, False, STATE_MAX, None),
     ]
+    # Replay compares successors by digest: the digest of each state's own canonical text.
+    assert [row["digest"] for row in states] == [state_digest(str(row["state"])) for row in states]
+    assert len({row["digest"] for row in states}) == 3
     assert [(row["src"], row["dst"], row["label"]) for row in edges] == [
         (1, -5, "Inc"),
         (1, -5, "Rotate"),

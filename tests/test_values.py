@@ -23,6 +23,7 @@ from conformance.tlc.values import (
     Value,
     canonical_json,
     canonical_state_json,
+    canonical_text,
     format_state,
     format_value,
     from_itf,
@@ -556,3 +557,19 @@ def test_states_round_trip_through_text_and_itf(state: dict[str, Value], rng: ra
     # The memoized text replay compares successors by is the same canonical text, asked twice.
     assert canonical_state_json(dict(shuffled)) == canonical_json(state_to_itf(state))
     assert canonical_state_json(state) == canonical_json(state_to_itf(state))
+
+
+@given(VALUES)
+def test_canonical_text_is_the_canonical_json_of_the_itf(value: Value) -> None:
+    expected = canonical_json(to_itf(value))
+    assert canonical_text(value) == expected
+    assert canonical_text(value) == expected  # asked again: from the memo
+    assert canonical_text(_rebuilt(value, random.Random(0))) == expected  # equal value, other objects
+
+
+def test_canonical_text_tells_booleans_from_integers_in_shared_positions() -> None:
+    # Equal in Python (1 == True), different TLA+ values: the memo is by identity, not equality.
+    ints, bools = (1, 0), (True, False)
+    assert ints == bools
+    assert (canonical_text(ints), canonical_text(bools)) == ("[1,0]", "[true,false]")
+    assert canonical_text(frozenset({Record(a=1)})) != canonical_text(frozenset({Record(a=True)}))

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Protocol
 
 from conformance.errors import TidemarkError
-from conformance.tlc.values import Value
+from conformance.tlc.values import Record, Value, make_function
 
 State = dict[str, Value]
 
@@ -22,6 +23,29 @@ MAPPINGS = {
     "TxCounters": "conformance.mappings.tx_counters",
     "PME": "conformance.mappings.pme",
 }
+
+
+# Successors share most of their parts. Abstract values built through these caches make equal parts the
+# same objects, which `canonical_text` prints once (it memoizes by identity) and which hash once. The
+# arguments are the impl's values with one type per position (a field is always an int, or always a
+# bool), so Python's 1 == True cannot make two different TLA+ values share an object.
+_SHARED = 1 << 16
+
+
+@lru_cache(maxsize=_SHARED)
+def shared_record(**fields: Value) -> Record:
+    return Record(fields)
+
+
+@lru_cache(maxsize=_SHARED)
+def shared_function(pairs: tuple[tuple[Value, Value], ...]) -> Value:
+    """make_function(pairs), shared: pairs in a fixed order (equal functions from the same call site)."""
+    return make_function(pairs)
+
+
+@lru_cache(maxsize=_SHARED)
+def shared_set(elements: frozenset[Value]) -> frozenset[Value]:
+    return elements
 
 
 class ReplayError(Exception):

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import cast
 
 from conformance.errors import TidemarkError
-from conformance.mappings import ReplayError, State
+from conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
 from conformance.mutants import COUNTER_MUTANTS, implementation
-from conformance.tlc.values import Record, Value, make_function
+from conformance.tlc.values import Record, Value
 from impl.counter import CounterInconsistencyError, PartitionUpdateCounter
 
 Range = tuple[int, int]
@@ -35,17 +34,9 @@ class CounterCopies:
     action: Value
 
 
-# Successors share most of their parts: equal parts become the same (memoized) object, which makes
-# comparing and printing them during replay cheap. The keys are the impl's ints, bools and strings with
-# fixed types per position, so Python's 1 == True cannot conflate two different TLA+ values here.
-@lru_cache(maxsize=1 << 14)
-def _counter_record(lwm: int, hwm: int, items: tuple[Range, ...], first: bool) -> Record:
-    return Record(lwm=lwm, hwm=hwm, items=items, first=first)
-
-
-@lru_cache(maxsize=1 << 14)
-def _per_copy(values: tuple[tuple[str, Value], ...]) -> Value:
-    return make_function(values)
+def counter_value(counter: PartitionUpdateCounter) -> Record:
+    """A counter as the specs' record [lwm, hwm, items, first]."""
+    return shared_record(lwm=counter.lwm, hwm=counter.hwm, items=tuple(counter.items), first=counter.first)
 
 
 def _counters(ranges: Range) -> frozenset[int]:
@@ -54,7 +45,7 @@ def _counters(ranges: Range) -> frozenset[int]:
 
 
 def _step(name: str, copy: str, start: int, delta: int) -> Record:
-    return Record(name=name, copy=copy, start=start, delta=delta)
+    return shared_record(name=name, copy=copy, start=start, delta=delta)
 
 
 def _field(record: Value, name: str) -> Value:
@@ -116,17 +107,14 @@ class CounterMapping:
 
     def abstract(self, impl: CounterCopies) -> State:
         return {
-            "counter": _per_copy(
-                tuple(
-                    (copy, _counter_record(c.lwm, c.hwm, tuple(c.items), c.first))
-                    for copy, c in sorted(impl.counters.items())
-                )
+            "counter": shared_function(
+                tuple((copy, counter_value(c)) for copy, c in sorted(impl.counters.items()))
             ),
-            "pending": _per_copy(tuple(sorted(impl.pending.items()))),
-            "done": _per_copy(tuple(sorted(impl.done.items()))),
-            "committed": impl.committed,
-            "rolledBack": impl.rolled_back,
-            "rejoined": impl.rejoined,
+            "pending": shared_function(tuple((c, shared_set(p)) for c, p in sorted(impl.pending.items()))),
+            "done": shared_function(tuple((c, shared_set(d)) for c, d in sorted(impl.done.items()))),
+            "committed": shared_set(impl.committed),
+            "rolledBack": shared_set(impl.rolled_back),
+            "rejoined": shared_set(impl.rejoined),
             "action": impl.action,
         }
 
@@ -166,9 +154,9 @@ class CounterMapping:
                     actions.add(_step("Drop", copy, start, delta))
             actions |= {_step("Replay", copy, i - 1, 1) for i in impl.done[copy]}
             if set(self._survivors(impl)) - {copy}:
-                actions.add(Record(name="Restart", copy=copy))
+                actions.add(shared_record(name="Restart", copy=copy))
         if impl.rejoined and not any(impl.pending.values()):
-            actions.add(Record(name="Exchange", lwm=self._exchange_lwm(impl)[1]))
+            actions.add(shared_record(name="Exchange", lwm=self._exchange_lwm(impl)[1]))
         return actions
 
     def apply(self, impl: CounterCopies, action: Value) -> CounterCopies:

@@ -14,21 +14,23 @@ is in flight. The cluster's Checkpoint is a stuttering step of the spec.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, cast
 
 from conformance.errors import TidemarkError
-from conformance.mappings import ReplayError, State
+from conformance.mappings import ReplayError, State, shared_record, shared_set
 from conformance.mappings.tx_counters import (
     TxCountersMapping,
     TxReplay,
     _field,
     _int,
     _pairs,
+    _per_key,
     _set,
     _str,
 )
 from conformance.mutants import PME_MUTANTS, implementation
-from conformance.tlc.values import Record, Value, make_function
+from conformance.tlc.values import Record, Value
 from impl.cluster import Cluster, Config, NearState, Step
 from impl.pme import (
     Copy,
@@ -76,6 +78,7 @@ def _demand_or_supply(value: Value) -> Demand | Supply:
     raise ReplayError(f"unknown rebalancing message type {kind!r}")
 
 
+@lru_cache(maxsize=1 << 14)
 def _rebal_value(m: Demand | Supply) -> Record:
     common: dict[str, Value] = {
         "part": m.part,
@@ -154,29 +157,32 @@ class PmeMapping(TxCountersMapping):
         c = cast(PmeCluster, impl.cluster)
         return {
             **super().abstract(impl),
-            "state": make_function(
-                {
-                    n: make_function(
-                        {p: Record(state=cp.state.value, init=cp.init) for p, cp in copies.items()}
-                    )
-                    for n, copies in c.states.items()
-                }
+            "state": _per_key(
+                (
+                    n,
+                    _per_key(
+                        (p, shared_record(state=cp.state.value, init=cp.init)) for p, cp in copies.items()
+                    ),
+                )
+                for n, copies in c.states.items()
             ),
-            "baseline": frozenset(c.baseline),
-            "lost": frozenset(c.lost),
-            "pending": frozenset(e.value for e in c.pending),
-            "singles": make_function(
-                {
-                    n: make_function(
-                        {p: Record(lwm=i.lwm, state=i.state.value, hist=i.hist) for p, i in parts.items()}
-                    )
-                    for n, parts in c.singles.items()
-                }
+            "baseline": shared_set(c.baseline),
+            "lost": shared_set(c.lost),
+            "pending": shared_set(frozenset(e.value for e in c.pending)),
+            "singles": _per_key(
+                (
+                    n,
+                    _per_key(
+                        (p, shared_record(lwm=i.lwm, state=i.state.value, hist=i.hist))
+                        for p, i in parts.items()
+                    ),
+                )
+                for n, parts in c.singles.items()
             ),
-            "rebal": frozenset(map(_rebal_value, c.rebal)),
+            "rebal": shared_set(frozenset(map(_rebal_value, c.rebal))),
             "crashes": c.crashes,
-            "joiners": frozenset(c.joiners),
-            "history": make_function({n: make_function(parts) for n, parts in c.history.items()}),
+            "joiners": shared_set(c.joiners),
+            "history": _per_key((n, _per_key(parts.items())) for n, parts in c.history.items()),
         }
 
     # --- steps ---------------------------------------------------------------------------------------

@@ -18,12 +18,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, cast
 
 from conformance.errors import TidemarkError
-from conformance.mappings import ReplayError, State
+from conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
+from conformance.mappings.counter import counter_value
 from conformance.mutants import CLUSTER_MUTANTS, implementation
-from conformance.tlc.values import Function, Record, Value, make_function
+from conformance.tlc.values import Function, Record, Value
 from impl.cluster import (
     Cluster,
     Config,
@@ -108,6 +110,7 @@ def _to_value(value: object) -> Value:
     return cast(Value, value)
 
 
+@lru_cache(maxsize=1 << 16)
 def message_value(message: Message) -> Record:
     fields = {f.name: _to_value(getattr(message, f.name)) for f in dataclasses.fields(message)}
     return Record(type=type(message).__name__, **fields)
@@ -126,10 +129,26 @@ def message_of(value: Value) -> Message:
     return cls(**args)  # type: ignore[arg-type]
 
 
+@lru_cache(maxsize=1 << 12)
 def step_value(step: Step) -> Record:
     return Record(name=step.name, **step.params())
 
 
+def _per_key(pairs: Iterable[tuple[Value, Value]]) -> Value:
+    """A function from impl keys (all strings or all ints: sorted by key alone) to shared values, shared."""
+    return shared_function(tuple(sorted(pairs)))
+
+
+def _local_tx_value(tx: LocalTx) -> Record:
+    return shared_record(state=tx.state.value, writes=shared_set(frozenset(tx.writes)))
+
+
+@lru_cache(maxsize=1 << 14)
+def _wal_value(records: tuple[LoggedRecord, ...]) -> frozenset[Value]:
+    return frozenset(map(_record_value, records))
+
+
+@lru_cache(maxsize=1 << 14)
 def _record_value(record: LoggedRecord) -> Record:
     if isinstance(record, DataRecord):
         return Record(type="data", key=record.key, tx=record.tx, cntr=record.cntr)
@@ -254,46 +273,29 @@ class TxCountersMapping:
             )
         nodes = c.nodes
         return {
-            "alive": frozenset(c.alive),
-            "restarted": frozenset(c.restarted),
+            "alive": shared_set(c.alive),
+            "restarted": shared_set(c.restarted),
             "topVer": _to_value(c.top_ver),
             "readyVer": _to_value(c.ready_ver),
             "owners": next(iter(owner_lists)),
-            "near": make_function(
-                {
-                    tx: Record(state=t.state.value, ver=_to_value(t.ver), primary=t.primary)
-                    for tx, t in c.near.items()
-                }
+            "near": _per_key(
+                (tx, shared_record(state=t.state.value, ver=_to_value(t.ver), primary=t.primary))
+                for tx, t in c.near.items()
             ),
-            "txs": make_function(
-                {
-                    n: make_function(
-                        {tx: Record(state=t.state.value, writes=t.writes) for tx, t in node.txs.items()}
-                    )
-                    for n, node in nodes.items()
-                }
+            "txs": _per_key(
+                (n, _per_key((tx, _local_tx_value(t)) for tx, t in node.txs.items()))
+                for n, node in nodes.items()
             ),
-            "counter": make_function(
-                {
-                    n: make_function(
-                        {
-                            p: Record(lwm=ctr.lwm, hwm=ctr.hwm, items=tuple(ctr.items), first=ctr.first)
-                            for p, ctr in node.counters.items()
-                        }
-                    )
-                    for n, node in nodes.items()
-                }
+            "counter": _per_key(
+                (n, _per_key((p, counter_value(ctr)) for p, ctr in node.counters.items()))
+                for n, node in nodes.items()
             ),
-            "data": make_function(
-                {
-                    n: make_function({k: Record(tx=e.tx, cntr=e.cntr) for k, e in node.data.items()})
-                    for n, node in nodes.items()
-                }
+            "data": _per_key(
+                (n, _per_key((k, shared_record(tx=e.tx, cntr=e.cntr)) for k, e in node.data.items()))
+                for n, node in nodes.items()
             ),
-            "wal": make_function(
-                {n: frozenset(map(_record_value, node.disk.records())) for n, node in nodes.items()}
-            ),
-            "msgs": frozenset(map(message_value, c.network)),
+            "wal": _per_key((n, _wal_value(tuple(node.disk.records()))) for n, node in nodes.items()),
+            "msgs": shared_set(frozenset(map(message_value, c.network))),
             "action": impl.action,
         }
 

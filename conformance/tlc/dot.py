@@ -6,7 +6,8 @@ transitions of the spec, which a graph library keyed on (src, dst) would silentl
 
 Tables:
 - states: fp (int64, TLC's fingerprint), initial (bool), state (ITF JSON text, canonical),
-          action (the state's `action` variable as ITF JSON, null if the spec has none)
+          action (the state's `action` variable as ITF JSON, null if the spec has none),
+          digest (int64, `state_digest` of the state's text: what replay compares successors by)
 - edges:  src (int64), dst (int64), label (the TLA+ action name TLC printed)
 """
 
@@ -24,11 +25,26 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from conformance.errors import TidemarkError
-from conformance.tlc.values import TlaValueError, canonical_json, parse_state, state_to_itf, to_itf
+from conformance.tlc.values import (
+    TlaValueError,
+    canonical_json,
+    canonical_text,
+    parse_state,
+    state_digest,
+    state_to_itf,
+)
 
 STATES_SCHEMA = pa.schema(
-    [("fp", pa.int64()), ("initial", pa.bool_()), ("state", pa.string()), ("action", pa.string())]
+    [
+        ("fp", pa.int64()),
+        ("initial", pa.bool_()),
+        ("state", pa.string()),
+        ("action", pa.string()),
+        ("digest", pa.int64()),
+    ]
 )
+# Bumped whenever the tables' layout changes: run directories holding an older layout are rebuilt.
+GRAPH_FORMAT = 2
 EDGES_SCHEMA = pa.schema([("src", pa.int64()), ("dst", pa.int64()), ("label", pa.string())])
 
 # The label is the line's last quoted string: a greedy match backtracks only over the closing chars.
@@ -103,7 +119,7 @@ class _StateTexts:
                 [(name, value)] = parse_state(chunk, source=source).items()
                 if len(self._chunks) >= self._LIMIT:
                     self._chunks.clear()
-                known = self._chunks[chunk] = (json.dumps(name), canonical_json(to_itf(value)))
+                known = self._chunks[chunk] = (json.dumps(name), canonical_text(value))
             parts.append(known)
         parts.sort()
         action = next((text for name, text in parts if name == '"action"'), None)
@@ -167,7 +183,7 @@ def dot_to_parquet(
         with dot.open(encoding="utf-8") as handle:
             for kind, row in read_dot(handle, source=str(dot)):
                 if kind == "state":
-                    states.add(*row)
+                    states.add(*row, state_digest(str(row[2])))
                     initial += bool(row[1])
                     without_action += row[3] is None
                 else:

@@ -33,6 +33,7 @@ read as the set of its elements.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
@@ -52,13 +53,17 @@ __all__ = [
     "TlaValueError",
     "Value",
     "canonical_json",
+    "canonical_state_json",
+    "canonical_text",
     "format_state",
     "format_value",
     "from_itf",
     "make_function",
     "parse_state",
     "parse_value",
+    "state_digest",
     "state_from_itf",
+    "state_from_json",
     "state_to_itf",
     "to_itf",
     "value_sort_key",
@@ -666,21 +671,110 @@ def state_from_itf(obj: object) -> dict[str, Value]:
 # id(value) -> (value, its canonical text). Keyed by identity, not equality: Python's 1 == True would
 # otherwise give <<TRUE>> the text of <<1>>. Holding the value keeps its id from being reused.
 _TEXT_BY_ID: dict[int, tuple[Value, str]] = {}
+# A string or variable name -> its JSON text; few distinct ones per model.
+_STRING_TEXT: dict[str, str] = {}
+
+
+def _string_text(s: str) -> str:
+    text = _STRING_TEXT.get(s)
+    if text is None:
+        if len(_STRING_TEXT) >= _CACHE_LIMIT:
+            _STRING_TEXT.clear()
+        text = _STRING_TEXT[s] = json.dumps(s)
+    return text
+
+
+def canonical_text(v: Value) -> str:
+    """``canonical_json(to_itf(v))``, printed directly, with the text of every collection memoized by
+    identity: replay prints every successor, and the parts successors share are the same objects (the
+    mappings build them through caches), so most of a new state's text is joined from known texts."""
+    if type(v) is str:
+        return _string_text(v)
+    if type(v) is bool:
+        return "true" if v else "false"
+    if type(v) is int:
+        return str(v) if -_SAFE_INT < v < _SAFE_INT else f'{{"#bigint":"{v}"}}'
+    known = _TEXT_BY_ID.get(id(v))
+    if known is not None and known[0] is v:
+        return known[1]
+    if type(v) is tuple:
+        text = "[" + ",".join(map(canonical_text, v)) + "]"
+    elif type(v) is frozenset:
+        text = '{"#set":[' + ",".join(map(canonical_text, _sorted_elements(v))) + "]}"
+    elif type(v) is Record:
+        text = "{" + ",".join(_string_text(n) + ":" + canonical_text(x) for n, x in v.items()) + "}"
+    elif type(v) is Function:
+        pairs = (f"[{canonical_text(k)},{canonical_text(x)}]" for k, x in v.items())
+        text = '{"#map":[' + ",".join(pairs) + "]}"
+    elif type(v) is ModelValue:
+        text = '{"#unserializable":' + _string_text(v.name) + "}"
+    else:
+        raise TypeError(f"not a TLA+ value: {v!r}")
+    if len(_TEXT_BY_ID) >= _CACHE_LIMIT:
+        _TEXT_BY_ID.clear()
+    _TEXT_BY_ID[id(v)] = (v, text)
+    return text
 
 
 def canonical_state_json(state: Mapping[str, Value]) -> str:
-    """``canonical_json(state_to_itf(state))``, with each variable's text memoized by identity: replay
-    prints every successor, and mappings hand out the same objects for the parts successors share."""
-    parts = []
-    for name in sorted(state):
-        value = state[name]
-        known = _TEXT_BY_ID.get(id(value))
-        if known is None or known[0] is not value:
-            if len(_TEXT_BY_ID) >= _CACHE_LIMIT:
-                _TEXT_BY_ID.clear()
-            known = _TEXT_BY_ID[id(value)] = (value, canonical_json(to_itf(value)))
-        parts.append(f"{json.dumps(name)}:{known[1]}")
-    return "{" + ",".join(parts) + "}"
+    """``canonical_json(state_to_itf(state))``, through `canonical_text`."""
+    return (
+        "{" + ",".join(_string_text(name) + ":" + canonical_text(state[name]) for name in sorted(state)) + "}"
+    )
+
+
+def state_digest(text: str) -> int:
+    """A 64-bit digest of a state's canonical text, as a signed int (a Parquet int64): replay compares
+    successors by digest, so the shuffled graph carries 8 bytes per edge instead of the target's text."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+_DECODER = json.JSONDecoder()
+# A variable's ITF text -> its value. Keyed by text, so 1 and TRUE stay apart; values are immutable.
+_VALUE_BY_TEXT: dict[str, Value] = {}
+
+
+def state_from_json(text: str) -> dict[str, Value]:
+    """``state_from_itf(json.loads(text))`` for an ITF state object's text, with each variable's value
+    memoized by its text: across a state graph most variables repeat a few values, and building them
+    from ITF is most of the cost of reading a state. Raises ValueError."""
+    state: dict[str, Value] = {}
+    end = len(text)
+    position = _skip_space(text, 0)
+    if position >= end or text[position] != "{":
+        raise ValueError(f"an ITF state must be a JSON object, not {text[:80]!r}")
+    position = _skip_space(text, position + 1)
+    if text.startswith("}", position):
+        return state
+    while True:
+        name, position = _DECODER.raw_decode(text, position)
+        position = _skip_space(text, position)
+        if not isinstance(name, str) or not text.startswith(":", position):
+            raise ValueError(f"an ITF state's keys must be strings followed by ':' (at {position})")
+        start = _skip_space(text, position + 1)
+        itf, position = _DECODER.raw_decode(text, start)
+        if not name.startswith("#"):
+            chunk = text[start:position]
+            value = _VALUE_BY_TEXT.get(chunk)
+            if value is None:
+                if len(_VALUE_BY_TEXT) >= _CACHE_LIMIT:
+                    _VALUE_BY_TEXT.clear()
+                value = _VALUE_BY_TEXT[chunk] = from_itf(itf)
+            state[name] = value
+        position = _skip_space(text, position)
+        if text.startswith("}", position):
+            return state
+        if not text.startswith(",", position):
+            raise ValueError(
+                f"expected ',' or '}}' in an ITF state at {position}: {text[position : position + 20]!r}"
+            )
+        position = _skip_space(text, position + 1)
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
 
 
 def canonical_json(obj: JSON) -> str:
