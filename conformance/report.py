@@ -1,14 +1,12 @@
 """The main job's report: reports/index.html, and the one-screen terminal summary of `tidemark verify`.
 
-The page is one self-contained file built with plain string functions (no template engine: every piece
-is small and escaped where it is made, with html.escape). It loads nothing from the network and runs
-no script of its own, so it reads the same offline, in CI artifacts and without JavaScript:
+The page is built with plain string functions (no template engine: every piece is small and escaped
+where it is made, with html.escape). It loads nothing from the network, so it reads the same offline
+and in CI artifacts:
 - figures are tables; action coverage is drawn as inline SVG bar charts generated here;
-- each counterexample and mismatch has a Mermaid sequence diagram, kept as its source text in a
-  <pre class="mermaid"> block beside a table saying the same. Mermaid itself is not vendored: its
-  browser bundle (npm package mermaid 12.3, dist/mermaid.min.js) is 5.5 MB, and a CDN would break
-  offline viewing. The page asks for `mermaid.min.js` beside itself: put a copy there and the blocks
-  are drawn as diagrams; without it the request fails quietly and the source stays readable.
+- each counterexample and mismatch has a Mermaid sequence diagram in a <pre class="mermaid"> block
+  beside a table saying the same. The Mermaid bundle shipped with the package is written beside the
+  page (conformance/mermaid.py) and draws the blocks; without JavaScript their source stays readable.
 - no date or host is written, so the same report gives the same page (timings apart).
 """
 
@@ -21,6 +19,9 @@ from typing import Any
 
 from rich.table import Table
 
+from conformance.mermaid import SCRIPT as MERMAID_SCRIPT
+from conformance.mermaid import SCRIPT_TAGS, write_mermaid
+from conformance.mermaid import VERSION as MERMAID_VERSION
 from conformance.replay import Mismatch
 from conformance.tlc.output import Outcome, TraceStep, Violation
 from conformance.tlc.values import Record, Value, format_value, from_itf, state_from_itf
@@ -507,15 +508,18 @@ def html_page(report: VerifyReport) -> str:
         + _summary(report)
         + "".join(_spec_section(spec) for spec in report.specs)
         + (_zoo_section(report.zoo) if report.zoo is not None else "")
-        + "<footer><p>Diagrams are Mermaid source. To draw them, put <code>mermaid.min.js</code>"
-        " (npm package mermaid, <code>dist/</code>) beside this page.</p></footer>\n"
-        '<script src="mermaid.min.js"></script>\n</body></html>\n'
+        + f"<footer><p>Diagrams drawn by Mermaid {MERMAID_VERSION} (<code>{MERMAID_SCRIPT}</code> beside"
+        " this page, MIT licence); without JavaScript they read as Mermaid source.</p></footer>\n"
+        + SCRIPT_TAGS
+        + "</body></html>\n"
     )
 
 
 def write_report(report: VerifyReport, directory: Path = Path("reports")) -> Path:
-    """Write directory/index.html atomically (a partial file renamed over it); returns its path."""
+    """Write directory/index.html atomically (a partial file renamed over it) and Mermaid beside it;
+    returns the page's path."""
     directory.mkdir(parents=True, exist_ok=True)
+    write_mermaid(directory)
     page = directory / "index.html"
     partial = directory / ".index.html.partial"
     partial.write_text(html_page(report), encoding="utf-8")

@@ -66,6 +66,7 @@ from pydantic import (
 from rich.table import Table
 
 from conformance.errors import TidemarkError
+from conformance.mermaid import SCRIPT_TAGS, write_mermaid
 from conformance.mutants import CLUSTER_COUNTERS
 from impl.cluster import STEPS, Cluster, Config, Step, StepNotEnabled
 from impl.counter import CounterInconsistencyError, PartitionUpdateCounter, TooManyGapsError
@@ -1477,8 +1478,8 @@ def _cells(tag: str, values: Iterable[str]) -> str:
 def timeline_html(result: ScenarioResult, diagram: str) -> str:
     """The timeline, the checks and the diagram's source on one page that loads nothing from the network.
 
-    As with reports/index.html, the page asks for `mermaid.min.js` beside itself: with a copy there the
-    diagram is drawn, without it the source stays readable."""
+    As with reports/index.html, Mermaid written beside the page draws the diagram (conformance/mermaid.py);
+    without JavaScript its source stays readable."""
     verdict = ("holds", "holds") if result.passed else ("fails", "FAILS")
     rows = [_cells("th", ["#", "step", "messages", "in flight", "topology", *result.servers])]
     for row in result.timeline:
@@ -1505,7 +1506,8 @@ def timeline_html(result: ScenarioResult, diagram: str) -> str:
         f"<h2>Timeline</h2><table>{''.join(rows)}</table>\n"
         f"<h2>Expectations</h2><table>{''.join(checks)}</table>\n"
         f"<h2>Message flow</h2><pre class='mermaid'>{html.escape(diagram)}</pre>\n"
-        "<script src='mermaid.min.js'></script>\n</body></html>\n"
+        + SCRIPT_TAGS
+        + "</body></html>\n"
     )
 
 
@@ -1516,8 +1518,10 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def write_outputs(result: ScenarioResult, diagram_path: Path) -> tuple[Path, Path]:
-    """The Mermaid diagram at `diagram_path` and the timeline page beside it (same name, .html)."""
+    """The Mermaid diagram at `diagram_path` and the timeline page beside it (same name, .html), with
+    Mermaid itself to draw it."""
     diagram_path.parent.mkdir(parents=True, exist_ok=True)
+    write_mermaid(diagram_path.parent)
     diagram = mermaid_diagram(result)
     page = diagram_path.with_suffix(".html")
     _write_atomically(diagram_path, diagram)

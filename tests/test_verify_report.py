@@ -121,24 +121,32 @@ def test_same_inputs_and_seed_give_the_same_report_and_page(run_dir: Path, holdi
 
 
 class _Page(HTMLParser):
-    """The text of a DOM, and the text of each <pre class="mermaid"> block."""
+    """The text of a page, the text of each <pre class="mermaid"> block, and the attributes of each
+    diagram Mermaid drew in one."""
 
     def __init__(self, dom: str) -> None:
         super().__init__()
         self.text: list[str] = []
         self.mermaid: list[str] = []
-        self._in_mermaid = False
+        self.drawn: list[dict[str, str | None]] = []
+        self._in_mermaid = self._in_style = False
         self.feed(dom)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "pre" and ("class", "mermaid") in attrs:
             self._in_mermaid = True
             self.mermaid.append("")
+        elif tag == "svg" and self._in_mermaid:
+            self.drawn.append(dict(attrs))
+        self._in_style = tag == "style"
 
     def handle_endtag(self, tag: str) -> None:
         self._in_mermaid = self._in_mermaid and tag != "pre"
+        self._in_style = False
 
     def handle_data(self, data: str) -> None:
+        if self._in_style:
+            return
         self.text.append(data)
         if self._in_mermaid:
             self.mermaid[-1] += data
@@ -149,13 +157,15 @@ class _Page(HTMLParser):
 
 
 def _chromium(page: Path, profile: Path, *arguments: str) -> str:
-    return headless_chromium(page, profile, *arguments, window=(WIDTH, HEIGHT))
+    # The virtual time budget lets Mermaid finish drawing before the screenshot or the DOM dump.
+    return headless_chromium(page, profile, "--virtual-time-budget=10000", *arguments, window=(WIDTH, HEIGHT))
 
 
 def _render(report: VerifyReport, directory: Path) -> tuple[Image.Image, _Page]:
     """Write the report, screenshot it and dump its DOM after scripts ran."""
     page = write_report(report, directory / "reports")
-    assert [p.name for p in page.parent.iterdir()] == ["index.html"]  # nothing partial left behind
+    # Nothing partial left behind; Mermaid beside the page.
+    assert sorted(p.name for p in page.parent.iterdir()) == ["index.html", "mermaid.min.js"]
     screenshot = directory / "page.png"
     _chromium(page, directory / "profile", f"--screenshot={screenshot}")
     assert screenshot.stat().st_size > 20_000, "a near-empty screenshot"
@@ -200,10 +210,16 @@ def test_the_failing_report_renders(failing: VerifyReport, tmp_path: Path) -> No
     assert f"edge mismatch at state {first.src}, action {action_text(first.action)}" in text
     assert all(line in text for line in mutant.validation.rejected[0].diff)
     assert "Counterexample: NoExchangeAfterCommit violated" in text
-    # One diagram per mismatch drawn in full (at most 5) and one for the counterexample.
-    assert len(page.mermaid) == min(5, len(mutant.conformance.examples)) + 1
-    assert all(block.startswith("sequenceDiagram") for block in page.mermaid)
-    assert f"spec->>impl: {action_text(first.action)}" in page.mermaid[0]
+    # One diagram per mismatch drawn in full (at most 5) and one for the counterexample: the page holds
+    # their source, and in the browser Mermaid drew each as a sequence diagram with the same labels.
+    source = _Page(html_page(failing))
+    assert len(source.mermaid) == min(5, len(mutant.conformance.examples)) + 1
+    assert all(block.startswith("sequenceDiagram") for block in source.mermaid)
+    assert f"spec->>impl: {action_text(first.action)}" in source.mermaid[0]
+    assert "violated: NoExchangeAfterCommit" in source.mermaid[-1]
+    assert len(page.drawn) == len(page.mermaid) == len(source.mermaid)
+    assert all(svg["aria-roledescription"] == "sequence" for svg in page.drawn)
+    assert action_text(first.action) in page.mermaid[0] and "sequenceDiagram" not in page.mermaid[0]
     assert "violated: NoExchangeAfterCommit" in page.mermaid[-1]
 
 
