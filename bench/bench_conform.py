@@ -1,8 +1,9 @@
 """Conformance cost on a model: TLC alone, TLC with the state-graph dump (the run that produces the
 graph), graph loading, and replay in this process (the baseline) vs Spark local[1] and local[2], all
 measured in the same run, with the ratio replay/TLC, the peak memory (resident set high-water mark) of
-this process, the Spark driver JVM and its Python workers, and the graph size above which Spark pays off
-(from Spark's fixed cost, measured on the spec's small test model).
+the driver, the Spark JVM and its Python workers, and the graph size above which Spark pays off (from
+Spark's fixed cost, measured on the spec's small test model). Each replay runs in a fresh process (and
+JVM), so each pays the cold start a `tidemark conform` run pays.
 
     python bench/bench_conform.py [--spec spec/UpdateCounter.tla] [--config CFG] [--small CFG] [--skip-spark]
     python bench/bench_conform.py --spec spec/PME.tla                      # the composed protocol
@@ -14,20 +15,23 @@ Prints figures only; nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from conformance.conform import dump_graph, replay_locally, replay_with_spark
 from conformance.spark import spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.output import parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
-from conformance.tlc.values import Value
 
 
 def _descendants() -> dict[int, str]:
@@ -60,10 +64,11 @@ def _high_water_mb(pid: int) -> float:
 
 
 @contextmanager
-def peak_memory() -> Iterator[dict[str, float]]:
+def peak_memory(driver: int) -> Iterator[dict[str, float]]:
     """Samples the processes below this one twice a second; yields {kind: peak MB} filled at exit:
-    'driver (python)', 'jvm' (the largest java child) and 'workers' (the sum over Python workers)."""
-    peaks = {"this process (lifetime)": 0.0, "jvm": 0.0, "workers": 0.0}
+    'driver' (process `driver`), 'jvm' (the largest java process) and 'workers' (the sum over the
+    other Python processes: Spark's Python workers)."""
+    peaks = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
     stop = threading.Event()
 
     def sample() -> None:
@@ -74,7 +79,9 @@ def peak_memory() -> Iterator[dict[str, float]]:
                     mb = _high_water_mb(pid)
                 except OSError:
                     continue
-                if name == "java":
+                if pid == driver:
+                    peaks["driver"] = max(peaks["driver"], mb)
+                elif name == "java":
                     jvm = max(jvm, mb)
                 elif name.startswith("python"):
                     workers += mb
@@ -88,27 +95,49 @@ def peak_memory() -> Iterator[dict[str, float]]:
     finally:
         stop.set()
         sampler.join()
-        peaks["this process (lifetime)"] = _high_water_mb(os.getpid())
 
 
 def _memory(peaks: dict[str, float]) -> str:
     return ", ".join(f"{kind} {mb:,.0f} MB" for kind, mb in peaks.items() if mb)
 
 
-def _replay_spark(
-    master: str, graph: Path, spec: str, constants: dict[str, Value]
-) -> tuple[float, float, dict[str, float]]:
-    """(session start s, replay s, peak memory) on a new session of `master`."""
-    with peak_memory() as peaks:
+class Replay(NamedTuple):
+    session: float  # Spark session start (0 for one process)
+    seconds: float  # the replay itself
+    peaks: dict[str, float]
+
+
+def replay_in_new_process(mode: str, graph: Path, spec: Path, config: Path) -> Replay:
+    """Replay `graph` in a fresh Python process (and, for Spark, a fresh JVM): every measurement pays
+    the same cold start `tidemark conform` pays, whatever ran before it."""
+    command = [sys.executable, __file__, "--replay", mode, "--graph", str(graph), "--spec", str(spec)]
+    child = subprocess.Popen([*command, "--config", str(config)], stdout=subprocess.PIPE, text=True)
+    with peak_memory(child.pid) as peaks:
+        out, _ = child.communicate()
+    if child.returncode != 0:
+        raise SystemExit(f"replay {mode} failed (exit {child.returncode})")
+    figures = json.loads(out.strip().splitlines()[-1])
+    return Replay(figures["session"], figures["seconds"], peaks)
+
+
+def _replay_here(mode: str, graph: Path, spec: Path, config: Path) -> None:
+    """The child's side: replay, check that every edge conforms, print the times as JSON."""
+    constants = read_config(config).constants
+    session = 0.0
+    if mode == "local":
         started = time.monotonic()
-        with spark_session(master) as spark:
+        result = replay_locally(graph, spec.stem, constants, None)
+        seconds = time.monotonic() - started
+    else:
+        started = time.monotonic()
+        with spark_session(mode) as spark:
             spark.sparkContext.parallelize(range(8), 8).count()  # start the Python workers first
             session = time.monotonic() - started
             started = time.monotonic()
-            result = replay_with_spark(spark, graph, spec, constants, None)
+            result = replay_with_spark(spark, graph, spec.stem, constants, None)
             seconds = time.monotonic() - started
-    assert result.mismatches == 0 and result.edges_replayed == result.edges
-    return session, seconds, peaks
+    assert result.mismatches == 0 and result.edges_replayed == result.edges, result
+    print(json.dumps({"session": session, "seconds": seconds}))
 
 
 def main() -> None:
@@ -119,13 +148,17 @@ def main() -> None:
         "--small", type=Path, help="a small model of the same spec, to measure Spark's fixed cost"
     )
     parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("--replay", help=argparse.SUPPRESS)  # the child process of replay_in_new_process
+    parser.add_argument("--graph", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     config = args.config or args.spec.with_suffix(".cfg")
-    constants = read_config(config).constants
+    if args.replay:
+        _replay_here(args.replay, args.graph, args.spec, config)
+        return
     options = TlcOptions(workers=1)
 
     check = parse_output(run_tlc(args.spec, config, options))
-    print(f"model: {args.spec} with {config}")
+    print(f"model: {args.spec} with {config}", flush=True)
     print(f"  TLC check:            {check.seconds:7.1f} s  ({check.distinct_states:,} distinct states)")
     with tempfile.TemporaryDirectory(prefix="tidemark-bench-") as scratch:
         graph = Path(scratch) / "graph"
@@ -136,62 +169,48 @@ def main() -> None:
             f"  TLC check + dot dump: {tlc.seconds:7.1f} s  ({summary.edges:,} edges)  <- produced the graph"
         )
         rate = summary.states / load_seconds
-        print(f"  dot -> Parquet:       {load_seconds:7.1f} s  ({rate:,.0f} states/s)")
+        print(f"  dot -> Parquet:       {load_seconds:7.1f} s  ({rate:,.0f} states/s)", flush=True)
 
         def ratios(seconds: float) -> str:
             dumped, checked = seconds / tlc.seconds, seconds / check.seconds
             return f"replay/TLC-dump = {dumped:.2f}, replay/TLC-check = {checked:.2f}"
 
-        with peak_memory() as peaks:
-            started = time.monotonic()
-            local = replay_locally(graph, args.spec.stem, constants, None)
-            local_seconds = time.monotonic() - started
-        assert local.mismatches == 0 and local.edges_replayed == summary.edges
+        local = replay_in_new_process("local", graph, args.spec, config)
         print(
-            f"  replay, one process:  {local_seconds:7.1f} s  ({summary.edges / local_seconds:,.0f} edges/s)"
-            f"  {ratios(local_seconds)}   peak: {_memory(peaks)}"
+            f"  replay, one process:  {local.seconds:7.1f} s  ({summary.edges / local.seconds:,.0f} edges/s)"
+            f"  {ratios(local.seconds)}   peak: {_memory(local.peaks)}",
+            flush=True,
         )
         if args.skip_spark:
             return
-        spark_seconds = {}
+        spark = {}
         for master in ("local[1]", "local[2]"):
-            session, seconds, peaks = _replay_spark(master, graph, args.spec.stem, constants)
-            spark_seconds[master] = seconds
+            run = spark[master] = replay_in_new_process(master, graph, args.spec, config)
             print(
-                f"  replay, Spark {master}: {seconds:6.1f} s  ({summary.edges / seconds:,.0f} edges/s)"
-                f"  vs one process x{local_seconds / seconds:.2f}  {ratios(seconds)}"
-                f"   (session start {session:.1f} s)   peak: {_memory(peaks)}"
+                f"  replay, Spark {master}: {run.seconds:6.1f} s"
+                f"  ({summary.edges / run.seconds:,.0f} edges/s)"
+                f"  vs one process x{local.seconds / run.seconds:.2f}  {ratios(run.seconds)}"
+                f"   (session start {run.session:.1f} s)   peak: {_memory(run.peaks)}",
+                flush=True,
             )
-        print(f"  Spark local[2] over local[1]: x{spark_seconds['local[1]'] / spark_seconds['local[2]']:.2f}")
+        print(f"  Spark local[2] over local[1]: x{spark['local[1]'].seconds / spark['local[2]'].seconds:.2f}")
         small = args.small or Path("tests/models") / f"{args.spec.stem}-small.cfg"
         if small.is_file():
             _crossover(
-                args.spec,
-                small,
-                Path(scratch) / "small",
-                options,
-                summary.edges,
-                local_seconds,
-                spark_seconds["local[2]"],
+                args.spec, small, Path(scratch) / "small", options, summary.edges, local, spark["local[2]"]
             )
 
 
 def _crossover(
-    spec: Path,
-    small: Path,
-    graph: Path,
-    options: TlcOptions,
-    edges: int,
-    local_seconds: float,
-    spark_seconds: float,
+    spec: Path, small: Path, graph: Path, options: TlcOptions, edges: int, local: Replay, spark: Replay
 ) -> None:
     """Spark's fixed cost (its replay time on a small graph) and the graph size above which local[2]
     beats one process, assuming both grow linearly in edges from there."""
     dump = dump_graph(spec, small, graph, options, None)
     assert dump.graph is not None, dump.tlc.error
-    _, fixed, _ = _replay_spark("local[2]", graph, spec.stem, read_config(small).constants)
+    fixed = replay_in_new_process("local[2]", graph, spec, small).seconds
     print(f"  Spark local[2] on {small} ({dump.graph.edges:,} edges): {fixed:.1f} s, its fixed cost")
-    per_edge_local, per_edge_spark = local_seconds / edges, max(spark_seconds - fixed, 0.0) / edges
+    per_edge_local, per_edge_spark = local.seconds / edges, max(spark.seconds - fixed, 0.0) / edges
     if per_edge_spark >= per_edge_local:
         print("  Spark local[2] does not pay off at any graph size on this machine")
     else:

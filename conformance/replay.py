@@ -175,6 +175,7 @@ def replay_state(
     try:
         impl = mapping.concretize(source)
     except (ReplayError, ValueError) as error:
+        result.edges = sum(1 for _ in outgoing)  # counted, though none can be replayed
         result.edge_mismatches = 1
         result.examples.append(
             Mismatch(kind="edge", src=fp, source_state=json.loads(state_json), error=f"concretize: {error}")

@@ -237,3 +237,22 @@ def test_unknown_mutant_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
     assert code == 2
     assert "unknown mutant 'nope'" in capsys.readouterr().err
+
+
+def test_a_state_the_mapping_cannot_concretize_is_one_mismatch_with_its_edges_counted(
+    local_run: tuple[ConformResult, Path],
+) -> None:
+    _, run_dir = local_run
+    states, actions, outgoing = _graph(run_dir)
+    mapping = mapping_for("UpdateCounter", read_config(SMALL).constants)
+    src = next(fp for fp, dsts in outgoing.items() if len(dsts) > 1)
+    broken = state_from_itf(json.loads(states[src]))
+    counter = broken["counter"]
+    assert isinstance(counter, Record)
+    copy = sorted(counter)[0]
+    broken["counter"] = Record({**counter, copy: Record({**counter[copy], "lwm": "x"})})  # type: ignore[dict-item]
+    edges = [(d, state_digest(states[d]), actions[d]) for d in outgoing[src]]
+    result = replay_state(mapping, src, canonical_json(state_to_itf(broken)), edges)
+    assert (result.edges, result.edges_replayed, result.edge_mismatches) == (len(edges), 0, 1)
+    [mismatch] = result.examples
+    assert mismatch.error is not None and mismatch.error.startswith("concretize: expected an integer")
