@@ -90,6 +90,9 @@ def replay_with_spark(
     from pyspark.sql import functions as F
 
     assert isinstance(spark, SparkSession)
+    # One partition per core of the master (the joins' shuffles set the replay's partitions): no
+    # further shuffle of the states' texts, and every core of a cluster busy.
+    spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
     states = spark.read.parquet(str(graph / "states.parquet"))
     edges = spark.read.parquet(str(graph / "edges.parquet"))
     targets = states.select(
