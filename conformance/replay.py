@@ -27,6 +27,7 @@ from conformance.tlc.values import (
     Record,
     Value,
     canonical_state_json,
+    canonical_text,
     format_value,
     from_itf,
     state_digest,
@@ -156,10 +157,6 @@ def _action_name(action: Value) -> str:
     return "?"
 
 
-def _itf_text(action: Value) -> str:
-    return json.dumps(to_itf(action), sort_keys=True, separators=(",", ":"))
-
-
 def replay_state(
     mapping: SpecMapping, fp: int, state_json: str, outgoing: Iterable[tuple[int, int, str]]
 ) -> StateResult:
@@ -219,7 +216,7 @@ def replay_state(
     if enabled != taken:
         missing = sorted(taken - enabled, key=value_sort_key)
         extra = sorted(enabled - taken, key=value_sort_key)
-        result.missing, result.extra = list(map(_itf_text, missing)), list(map(_itf_text, extra))
+        result.missing, result.extra = list(map(canonical_text, missing)), list(map(canonical_text, extra))
         result.examples.append(
             Mismatch(
                 kind="enabledness",
