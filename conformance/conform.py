@@ -31,11 +31,10 @@ from conformance.replay import (
     RESULTS_SCHEMA,
     Mismatch,
     ReplaySummary,
-    StateResult,
     explain,
     replay_arrow_batches,
     replay_states,
-    results_batch,
+    results_batches,
 )
 from conformance.spark import spark_session
 from conformance.tlc.config import read_config
@@ -90,9 +89,6 @@ def replay_with_spark(
     from pyspark.sql import functions as F
 
     assert isinstance(spark, SparkSession)
-    # One partition per core of the master (the joins' shuffles set the replay's partitions): no
-    # further shuffle of the states' texts, and every core of a cluster busy.
-    spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
     states = spark.read.parquet(str(graph / "states.parquet"))
     edges = spark.read.parquet(str(graph / "edges.parquet"))
     targets = states.select(
@@ -148,13 +144,8 @@ def replay_locally(
     with _publishing(graph / RESULTS) as target:
         target.mkdir()
         with pq.ParquetWriter(target / "part-00000.parquet", RESULTS_SCHEMA) as writer:
-            pending: list[StateResult] = []
-            for result in replay_states(spec, constants, mutant, tables.rows()):
-                pending.append(result)
-                if len(pending) >= 4096:
-                    writer.write_batch(results_batch(pending))
-                    pending = []
-            writer.write_batch(results_batch(pending))
+            for batch in results_batches(replay_states(spec, constants, mutant, tables.rows())):
+                writer.write_batch(batch)
     return summarize(graph, tables.texts.get)
 
 
@@ -164,6 +155,7 @@ def summarize(graph: Path, state_text: Callable[[int], str | None] | None = None
     summary = ReplaySummary()
     for batch in pq.ParquetDataset(graph / RESULTS).read().to_batches():
         summary.add_rows(batch)
+    summary.coverage = dict(sorted(summary.coverage.items()))
     if state_text is None:
         wanted = [m.dst for m in summary.examples if m.actual_state is not None]
         table = pq.read_table(
@@ -184,22 +176,29 @@ def summarize(graph: Path, state_text: Callable[[int], str | None] | None = None
 
 @contextmanager
 def _publishing(target: Path) -> Iterator[Path]:
-    """A scratch path beside `target` that replaces it when the block succeeds (and is removed if not)."""
+    """A scratch path beside `target` (a file or a directory) that replaces it when the block succeeds,
+    and is removed if it does not: an interrupted write never leaves a half-written target."""
     scratch = target.with_name(target.name + ".partial")
-    shutil.rmtree(scratch, ignore_errors=True)
+    _remove(scratch)
     try:
         yield scratch
-        shutil.rmtree(target, ignore_errors=True)
+        if target.is_dir():
+            shutil.rmtree(target)
         scratch.replace(target)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        _remove(scratch)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _write_mismatches(path: Path, summary: ReplaySummary) -> None:
-    table = pa.table({"mismatch": [m.model_dump_json() for m in summary.examples]})
-    partial_path = path.with_name(path.name + ".partial")
-    pq.write_table(table, partial_path)
-    partial_path.replace(path)
+    with _publishing(path) as scratch:
+        pq.write_table(pa.table({"mismatch": [m.model_dump_json() for m in summary.examples]}), scratch)
 
 
 class GraphInputs(BaseModel):
@@ -260,9 +259,8 @@ def dump_graph(
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text)
-    partial.replace(path)
+    with _publishing(path) as scratch:
+        scratch.write_text(text)
 
 
 def conform(

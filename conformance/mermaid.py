@@ -5,6 +5,7 @@ fetched from the network, and without JavaScript the diagrams stay readable as t
 from __future__ import annotations
 
 import lzma
+from functools import cache
 from pathlib import Path
 
 VERSION = "12.3.0"
@@ -18,9 +19,14 @@ SCRIPT_TAGS = (
 )
 
 
+@cache
+def _script() -> bytes:
+    return lzma.decompress(BUNDLE.read_bytes())
+
+
 def write_mermaid(directory: Path) -> Path:
     """directory/mermaid.min.js (written under a temporary name and renamed; kept if already equal)."""
-    script = lzma.decompress(BUNDLE.read_bytes())
+    script = _script()
     target = directory / SCRIPT
     if target.is_file() and target.stat().st_size == len(script) and target.read_bytes() == script:
         return target

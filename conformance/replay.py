@@ -31,6 +31,7 @@ from conformance.tlc.values import (
     format_value,
     from_itf,
     state_digest,
+    state_from_itf,
     state_from_json,
     to_itf,
     value_sort_key,
@@ -116,7 +117,6 @@ class ReplaySummary(BaseModel):
         for examples in columns["examples"]:
             if examples is not None and len(self.examples) < EXAMPLES:
                 self.examples += [Mismatch.model_validate(m) for m in json.loads(examples)]
-        self.coverage = dict(sorted(self.coverage.items()))
 
 
 def value_diff(expected: Value, actual: Value, path: str = "") -> list[str]:
@@ -234,7 +234,7 @@ def explain(mismatch: Mismatch, expected_json: str) -> Mismatch:
     if mismatch.actual_state is None:
         return mismatch
     expected = state_from_json(expected_json)
-    actual = state_from_json(json.dumps(mismatch.actual_state))
+    actual = state_from_itf(mismatch.actual_state)
     return mismatch.model_copy(update={"diff": state_diff(expected, actual) or ["canonical texts differ"]})
 
 
@@ -272,6 +272,18 @@ def results_batch(results: list[StateResult]) -> pa.RecordBatch:
     )
 
 
+def results_batches(results: Iterable[StateResult], rows: int = 4096) -> Iterator[pa.RecordBatch]:
+    """Results as batches of the results table, `rows` states each."""
+    pending: list[StateResult] = []
+    for result in results:
+        pending.append(result)
+        if len(pending) >= rows:
+            yield results_batch(pending)
+            pending = []
+    if pending:
+        yield results_batch(pending)
+
+
 def _arrow_rows(batches: Iterator[Any]) -> Iterator[tuple[int, str, list[tuple[int, int, str]]]]:
     # Columns, not to_pydict(): building a dict per edge was a large part of the hand-over's cost.
     for batch in batches:
@@ -297,11 +309,4 @@ def replay_arrow_batches(
     spec: str, constants: Mapping[str, Value], mutant: str | None, batches: Iterator[Any]
 ) -> Iterator[pa.RecordBatch]:
     """Spark mapInArrow body: batches of (fp, state, out=[{dst, dst_digest, dst_action}]) -> results rows."""
-    pending: list[StateResult] = []
-    for result in replay_states(spec, constants, mutant, _arrow_rows(batches)):
-        pending.append(result)
-        if len(pending) >= 4096:
-            yield results_batch(pending)
-            pending = []
-    if pending:
-        yield results_batch(pending)
+    yield from results_batches(replay_states(spec, constants, mutant, _arrow_rows(batches)))

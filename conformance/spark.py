@@ -59,7 +59,6 @@ def spark_session(master: str | None = None, app_name: str = "tidemark") -> Iter
         return
 
     master = master or "local[*]"
-    cores = os.cpu_count() or 2
     with tempfile.TemporaryDirectory(prefix="tidemark-spark-") as scratch:
         log4j = Path(scratch) / "log4j2.properties"
         log4j.write_text(_LOG4J)
@@ -69,8 +68,6 @@ def spark_session(master: str | None = None, app_name: str = "tidemark") -> Iter
             .appName(app_name)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", str(cores))
-            .config("spark.default.parallelism", str(cores))
             .config("spark.driver.extraJavaOptions", java_opts)
             .config("spark.executor.extraJavaOptions", java_opts)
             .config("spark.sql.warehouse.dir", str(Path(scratch) / "warehouse"))
@@ -81,6 +78,9 @@ def spark_session(master: str | None = None, app_name: str = "tidemark") -> Iter
             )
         session = builder.getOrCreate()
         session.sparkContext.setLogLevel("WARN")
+        # One shuffle partition per core of the master (Spark's 200 would be mostly empty tasks here): the
+        # joins' shuffles set the replay's partitions, so every core of a cluster is busy.
+        session.conf.set("spark.sql.shuffle.partitions", str(session.sparkContext.defaultParallelism))
         if not master.startswith("local"):
             session.sparkContext.addPyFile(str(_project_zip(Path(scratch))))
         try:

@@ -8,7 +8,7 @@ actions on s's outgoing edges). Mappings are plain Python: Spark workers import 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -37,9 +37,14 @@ def shared_record(**fields: Value) -> Record:
     return Record(fields)
 
 
+def shared_function(pairs: Iterable[tuple[Value, Value]]) -> Value:
+    """The function from impl keys (all strings or all ints, so sorted by key alone) to shared values,
+    itself shared."""
+    return _shared_function(tuple(sorted(pairs)))
+
+
 @lru_cache(maxsize=_SHARED)
-def shared_function(pairs: tuple[tuple[Value, Value], ...]) -> Value:
-    """make_function(pairs), shared: pairs in a fixed order (equal functions from the same call site)."""
+def _shared_function(pairs: tuple[tuple[Value, Value], ...]) -> Value:
     return make_function(pairs)
 
 

@@ -107,11 +107,9 @@ class CounterMapping:
 
     def abstract(self, impl: CounterCopies) -> State:
         return {
-            "counter": shared_function(
-                tuple((copy, counter_value(c)) for copy, c in sorted(impl.counters.items()))
-            ),
-            "pending": shared_function(tuple((c, shared_set(p)) for c, p in sorted(impl.pending.items()))),
-            "done": shared_function(tuple((c, shared_set(d)) for c, d in sorted(impl.done.items()))),
+            "counter": shared_function((copy, counter_value(c)) for copy, c in impl.counters.items()),
+            "pending": shared_function((c, shared_set(p)) for c, p in impl.pending.items()),
+            "done": shared_function((c, shared_set(d)) for c, d in impl.done.items()),
             "committed": shared_set(impl.committed),
             "rolledBack": shared_set(impl.rolled_back),
             "rejoined": shared_set(impl.rejoined),

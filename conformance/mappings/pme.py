@@ -18,14 +18,13 @@ from functools import lru_cache
 from typing import Any, cast
 
 from conformance.errors import TidemarkError
-from conformance.mappings import ReplayError, State, shared_record, shared_set
+from conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
 from conformance.mappings.tx_counters import (
     TxCountersMapping,
     TxReplay,
     _field,
     _int,
     _pairs,
-    _per_key,
     _set,
     _str,
 )
@@ -157,10 +156,10 @@ class PmeMapping(TxCountersMapping):
         c = cast(PmeCluster, impl.cluster)
         return {
             **super().abstract(impl),
-            "state": _per_key(
+            "state": shared_function(
                 (
                     n,
-                    _per_key(
+                    shared_function(
                         (p, shared_record(state=cp.state.value, init=cp.init)) for p, cp in copies.items()
                     ),
                 )
@@ -169,10 +168,10 @@ class PmeMapping(TxCountersMapping):
             "baseline": shared_set(c.baseline),
             "lost": shared_set(c.lost),
             "pending": shared_set(frozenset(e.value for e in c.pending)),
-            "singles": _per_key(
+            "singles": shared_function(
                 (
                     n,
-                    _per_key(
+                    shared_function(
                         (p, shared_record(lwm=i.lwm, state=i.state.value, hist=i.hist))
                         for p, i in parts.items()
                     ),
@@ -182,7 +181,7 @@ class PmeMapping(TxCountersMapping):
             "rebal": shared_set(frozenset(map(_rebal_value, c.rebal))),
             "crashes": c.crashes,
             "joiners": shared_set(c.joiners),
-            "history": _per_key((n, _per_key(parts.items())) for n, parts in c.history.items()),
+            "history": shared_function((n, shared_function(parts.items())) for n, parts in c.history.items()),
         }
 
     # --- steps ---------------------------------------------------------------------------------------

@@ -134,11 +134,6 @@ def step_value(step: Step) -> Record:
     return Record(name=step.name, **step.params())
 
 
-def _per_key(pairs: Iterable[tuple[Value, Value]]) -> Value:
-    """A function from impl keys (all strings or all ints: sorted by key alone) to shared values, shared."""
-    return shared_function(tuple(sorted(pairs)))
-
-
 def _local_tx_value(tx: LocalTx) -> Record:
     return shared_record(state=tx.state.value, writes=shared_set(frozenset(tx.writes)))
 
@@ -278,23 +273,23 @@ class TxCountersMapping:
             "topVer": _to_value(c.top_ver),
             "readyVer": _to_value(c.ready_ver),
             "owners": next(iter(owner_lists)),
-            "near": _per_key(
+            "near": shared_function(
                 (tx, shared_record(state=t.state.value, ver=_to_value(t.ver), primary=t.primary))
                 for tx, t in c.near.items()
             ),
-            "txs": _per_key(
-                (n, _per_key((tx, _local_tx_value(t)) for tx, t in node.txs.items()))
+            "txs": shared_function(
+                (n, shared_function((tx, _local_tx_value(t)) for tx, t in node.txs.items()))
                 for n, node in nodes.items()
             ),
-            "counter": _per_key(
-                (n, _per_key((p, counter_value(ctr)) for p, ctr in node.counters.items()))
+            "counter": shared_function(
+                (n, shared_function((p, counter_value(ctr)) for p, ctr in node.counters.items()))
                 for n, node in nodes.items()
             ),
-            "data": _per_key(
-                (n, _per_key((k, shared_record(tx=e.tx, cntr=e.cntr)) for k, e in node.data.items()))
+            "data": shared_function(
+                (n, shared_function((k, shared_record(tx=e.tx, cntr=e.cntr)) for k, e in node.data.items()))
                 for n, node in nodes.items()
             ),
-            "wal": _per_key((n, _wal_value(tuple(node.disk.records()))) for n, node in nodes.items()),
+            "wal": shared_function((n, _wal_value(tuple(node.disk.records()))) for n, node in nodes.items()),
             "msgs": shared_set(frozenset(map(message_value, c.network))),
             "action": impl.action,
         }
