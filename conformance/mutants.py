@@ -154,6 +154,12 @@ class NeverFinalizes(PmeCluster):
         return False
 
 
+class FullRebalanceAfterKeyZero(PmeCluster):
+    """11. A full rebalance starts after key 0, not at it: the smallest key is never supplied."""
+
+    FULL_FIRST = 1
+
+
 # The bug zoo's implementation mutants, by the zoo entry's name (conformance/zoo.py).
 PME_MUTANTS: dict[str, type[PmeCluster]] = {
     "no-out-of-order-tracking": PmeNoOutOfOrderTracking,
@@ -166,6 +172,7 @@ PME_MUTANTS: dict[str, type[PmeCluster]] = {
     "commit-without-wal": PmeCommitWithoutWal,
     "historical-without-wal": HistoricalIgnoringWal,
     "node-left-without-finalize": NeverFinalizes,
+    "full-rebalance-skips-key-0": FullRebalanceAfterKeyZero,
 }
 
 

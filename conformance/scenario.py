@@ -980,10 +980,10 @@ def _rebalance_label(message: RebalanceMessage) -> str:
     """A Demand (what the demander asks for) or a Supply (the entries it carries, and if it is the last)."""
     if isinstance(message, Demand):
         if message.mode is Mode.HISTORICAL:
-            first, last = message.after + 1, message.upto
+            first, last = message.first, message.upto
             wanted = f"counter {last}" if first == last else f"counters {first}..{last}"
         else:
-            wanted = f"keys above {message.after} up to lwm {message.upto}"
+            wanted = f"keys from {message.first} up to lwm {message.upto}"
         return f"Demand p{message.part} {message.mode.value} {wanted}"
     entries = sorted(message.entries, key=lambda e: (e.cntr, e.key))
     carried = ", ".join(f"key {e.key} cntr {e.cntr}" for e in entries) or "no entries"

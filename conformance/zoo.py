@@ -108,6 +108,12 @@ ZOO: tuple[ZooEntry, ...] = (
         "FinalizesCounters <- NeverFinalizes",
         SMALL,
     ),
+    ZooEntry(
+        "full-rebalance-skips-key-0",
+        "A full rebalance starts after key 0: the smallest key is never supplied",
+        "FullFirst <- FullFirstAfterZero",
+        SMALL,
+    ),
 )
 
 

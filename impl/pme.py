@@ -88,13 +88,14 @@ class SuppliedEntry:
 
 @dataclass(frozen=True, slots=True)
 class Demand:
-    """Demander -> supplier: the next batch of `part` after `after` (a counter, or a key in full mode)."""
+    """Demander -> supplier: the next batch of `part` from position `first` on (a counter, or a key in full
+    mode; inclusive, because key 0 is a real key)."""
 
     part: int
     sender: str
     to: str
     mode: Mode
-    after: int
+    first: int
     upto: int  # the maximum LWM of the exchange
 
 
@@ -109,7 +110,7 @@ class Supply:
     entries: frozenset[SuppliedEntry]
     last: bool
     upto: int
-    after: int
+    first: int  # where the next demand starts: the position after the batch's last
 
 
 RebalanceMessage = Demand | Supply
@@ -168,6 +169,7 @@ class PmeCluster(Cluster):
     """The cluster with topology changes, exchanges and rebalancing; see the module docstring."""
 
     STEPS = PME_STEPS
+    FULL_FIRST = 0  # where a full rebalance starts: the smallest key
     EXTRA = ("states", "baseline", "lost", "pending", "singles", "rebal", "crashes", "joiners", "history")
 
     __slots__ = EXTRA
@@ -511,8 +513,8 @@ class PmeCluster(Cluster):
         suppliers = self._suppliers(part)
         historical = [n for n in suppliers if self._historical(n, part, init)]
         if historical:
-            return Demand(part, demander, historical[0], Mode.HISTORICAL, init, best)
-        return Demand(part, demander, suppliers[0], Mode.FULL, 0, best)
+            return Demand(part, demander, historical[0], Mode.HISTORICAL, init + 1, best)
+        return Demand(part, demander, suppliers[0], Mode.FULL, self.FULL_FIRST, best)
 
     # --- WAL history ---------------------------------------------------------------------------------------
 
@@ -553,7 +555,7 @@ class PmeCluster(Cluster):
 
     def supply(self, node: str, part: int, peer: str) -> PmeCluster:
         """Answer a demand with the next batch: historical - WAL data records of the partition with counters
-        in (after, upto], by counter; full - the entries with keys above `after`, by key."""
+        from `first` up to `upto`, by counter; full - the entries with keys from `first` on, by key."""
         demand: Demand = self._require(
             self._when_supply(node, part, peer), "Supply", node=node, part=part, peer=peer
         )
@@ -565,7 +567,7 @@ class PmeCluster(Cluster):
                 for r in n.disk.records()
                 if isinstance(r, DataRecord)
                 and self.config.partition(r.key) == part
-                and max(demand.after, self.history[node][part]) < r.cntr <= demand.upto
+                and max(demand.first, self.history[node][part] + 1) <= r.cntr <= demand.upto
             }
             pool = sorted(logged, key=lambda e: e.cntr)
             position = [e.cntr for e in pool]
@@ -573,14 +575,14 @@ class PmeCluster(Cluster):
             pool = sorted(
                 SuppliedEntry(k, e.tx, e.cntr)
                 for k, e in n.data.items()
-                if self.config.partition(k) == part and k > demand.after
+                if self.config.partition(k) == part and k >= demand.first
             )
             position = [e.key for e in pool]
         size = self.config.batch_size
         batch = frozenset(pool[:size])
-        after = max([demand.after, *position[:size]])
+        first = max([demand.first, *(p + 1 for p in position[:size])])
         c = self.copy()
-        reply = Supply(part, node, peer, demand.mode, batch, len(pool) <= size, demand.upto, after)
+        reply = Supply(part, node, peer, demand.mode, batch, len(pool) <= size, demand.upto, first)
         c.rebal = (self.rebal - {demand}) | {reply}
         return c
 
@@ -612,7 +614,7 @@ class PmeCluster(Cluster):
             if not c.rebal and c.owner_order() != self.owners[0]:
                 c._new_version(Version(self.top_ver.major, self.top_ver.minor + 1), Event.AFFINITY)
         else:
-            more = Demand(part, node, supply.sender, supply.mode, supply.after, supply.upto)
+            more = Demand(part, node, supply.sender, supply.mode, supply.first, supply.upto)
             c.rebal = (self.rebal - {supply}) | {more}
         n.disk = n.disk.log(records)
         return c

@@ -68,7 +68,7 @@ CONSTANTS
     ServerCount,          \* servers s1 .. sN, e.g. 3
     Backups,              \* backups per partition, e.g. 2
     Partitions,           \* partitions 0 .. Partitions-1; key k is in partition k % Partitions, e.g. 1
-    TxKeys,               \* the key sets of the transactions t1, t2, ... by smallest key, e.g. {{1}, {2}}
+    TxKeys,               \* the key sets of the transactions t1, t2, ... by smallest key, e.g. {{0}, {1}}
     MaxFailures,          \* server crashes allowed in a behavior, e.g. 1
     BaselineAutoAdjust,   \* may the operator set the baseline to the live servers? e.g. FALSE
     WalRebalanceThreshold,\* historical rebalance only for partitions with at least this many entries, e.g. 0
@@ -89,7 +89,7 @@ VARIABLES
     singles,    \* the single messages the coordinator has for topVer: server -> partition -> record,
                 \*   e.g. ("s2" :> (0 :> [lwm |-> 3, state |-> "OWNING", hist |-> 0]))
     rebal,      \* rebalancing messages in flight (Demand, Supply), e.g. {[type |-> "Demand", part |-> 0,
-                \*   sender |-> "s1", to |-> "s2", mode |-> "historical", after |-> 2, upto |-> 3]}
+                \*   sender |-> "s1", to |-> "s2", mode |-> "historical", first |-> 3, upto |-> 3]}
     crashes,    \* server crashes so far, e.g. 1
     joiners,    \* servers that joined since readyVer (their copies are not yet vouched for), e.g. {"s1"}
     history     \* history[n][p]: the WAL archive holds p's records above this counter only, e.g. ("s1" :> (0 :> 2))
@@ -301,6 +301,10 @@ SupplierFor(p, c) ==
     IF \E s \in Suppliers(p) : Historical(s, p, c) THEN First({s \in Suppliers(p) : Historical(s, p, c)})
     ELSE First(Suppliers(p))
 
+\* Where a full rebalance starts: the smallest key. Positions are inclusive lower bounds because 0 is a
+\* real key (an exclusive "keys above 0" start never sent key 0).
+FullFirst == 0
+
 \* The full message's update(max LWM) on a copy: it raises HWM too (a new primary's).
 FullUpdate(ctr, v) == Ctr!UpdateLwm(ctr, v)
 
@@ -342,7 +346,7 @@ FullMessage ==
                            hist == Historical(s, p, init)
                        IN [type |-> "Demand", part |-> p, sender |-> nm[1], to |-> s,
                            mode |-> IF hist THEN "historical" ELSE "full",
-                           after |-> IF hist THEN init ELSE 0, upto |-> MaxLwm(p)] : nm \in moving}
+                           first |-> IF hist THEN init + 1 ELSE FullFirst, upto |-> MaxLwm(p)] : nm \in moving}
           /\ lost' = lost \cup nowLost
           /\ owners' = OwnerOrder(state', Assigned)
     /\ readyVer' = topVer
@@ -355,25 +359,29 @@ FullMessage ==
 -----------------------------------------------------------------------------
 (* Rebalancing                                                              *)
 
-\* The supplier answers a demand with the next batch: historical - its WAL's data records of p with
-\* counters in (after, upto] still in its archive, by counter; full - its entries of p with keys above
-\* `after`, by key.
+\* The entries a demand asks n for, each with its position: historical - n's WAL data records of p with
+\* counters from m.first up to m.upto still in its archive, by counter; full - n's entries of p with keys
+\* from m.first on, by key.
+SupplyPool(n, p, m) ==
+    IF m.mode = "historical"
+    THEN {[key |-> r.key, tx |-> r.tx, cntr |-> r.cntr, pos |-> r.cntr] :
+          r \in {r \in wal[n] : r.type = "data" /\ Part(r.key) = p /\ r.cntr <= m.upto
+                                /\ r.cntr >= Max({m.first, history[n][p] + 1})}}
+    ELSE {[key |-> k, tx |-> data[n][k].tx, cntr |-> data[n][k].cntr, pos |-> k] :
+          k \in {k \in DOMAIN data[n] : Part(k) = p /\ k >= m.first}}
+
+\* The supplier answers a demand with the next batch (the BatchSize lowest positions of the pool); the
+\* next demand asks from the position after the batch's last.
 Supply(n, p, d) ==
     /\ \E m \in rebal :
         /\ m.type = "Demand" /\ m.to = n /\ m.part = p /\ m.sender = d
-        /\ LET hist == m.mode = "historical"
-               pool == IF hist
-                       THEN {[key |-> r.key, tx |-> r.tx, cntr |-> r.cntr] :
-                             r \in {r \in wal[n] : r.type = "data" /\ Part(r.key) = p /\ r.cntr <= m.upto
-                                                   /\ r.cntr > Max({m.after, history[n][p]})}}
-                       ELSE {[key |-> k, tx |-> data[n][k].tx, cntr |-> data[n][k].cntr] :
-                             k \in {k \in DOMAIN data[n] : Part(k) = p /\ k > m.after}}
-               pos(e) == IF hist THEN e.cntr ELSE e.key
-               batch == {e \in pool : Cardinality({o \in pool : pos(o) <= pos(e)}) <= BatchSize}
+        /\ LET pool == SupplyPool(n, p, m)
+               batch == {e \in pool : Cardinality({o \in pool : o.pos <= e.pos}) <= BatchSize}
            IN rebal' = (rebal \ {m}) \cup
                        {[type |-> "Supply", part |-> p, sender |-> n, to |-> d, mode |-> m.mode,
-                         entries |-> batch, last |-> batch = pool, upto |-> m.upto,
-                         after |-> Max({m.after} \cup {pos(e) : e \in batch})]}
+                         entries |-> {[key |-> e.key, tx |-> e.tx, cntr |-> e.cntr] : e \in batch},
+                         last |-> batch = pool, upto |-> m.upto,
+                         first |-> Max({m.first} \cup {e.pos + 1 : e \in batch})]}
     /\ action' = [name |-> "Supply", node |-> n, part |-> p, peer |-> d]
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs,
                    state, baseline, lost, pending, singles, crashes, joiners, history>>
@@ -406,7 +414,7 @@ Rebalance(n, p) ==
                                  /\ UNCHANGED <<topVer, pending, singles>>
                  ELSE /\ rebal' = (rebal \ {m}) \cup
                                   {[type |-> "Demand", part |-> p, sender |-> n, to |-> m.sender,
-                                    mode |-> m.mode, after |-> m.after, upto |-> m.upto]}
+                                    mode |-> m.mode, first |-> m.first, upto |-> m.upto]}
                       /\ UNCHANGED <<state, topVer, pending, singles>>
     /\ action' = PartStep("Rebalance", n, p)
     /\ UNCHANGED <<alive, restarted, readyVer, owners, near, txs, counter, msgs,

@@ -69,4 +69,8 @@ HistoricalIgnoringWal(s, p, c) ==
 
 \* 10. The exchange after a server left demotes nothing, as it should, but also skips finalize().
 NeverFinalizes == FALSE
+
+\* 11. A full rebalance starts "after key 0" (an exclusive bound whose start is a real key): key 0 is
+\*     never supplied, and the demander owns the partition without it.
+FullFirstAfterZero == 1
 =============================================================================

@@ -66,12 +66,12 @@ CONSTANTS
     ServerCount,  \* servers s1 .. sN, e.g. 3
     Backups,      \* backups per partition; owners are s1 .. s(Backups+1), s1 primary, e.g. 2
     Partitions,   \* partitions 0 .. Partitions-1; key k is in partition k % Partitions, e.g. 1
-    TxKeys,       \* the key sets of the transactions, named t1, t2, ... by smallest key, e.g. {{1, 2}, {3}}
+    TxKeys,       \* the key sets of the transactions, named t1, t2, ... by smallest key, e.g. {{0, 1}, {2}}
     MaxFailures   \* server crashes allowed, e.g. 1
 
 ASSUME /\ ServerCount \in Nat \ {0} /\ Backups \in Nat /\ Backups < ServerCount
        /\ Partitions \in Nat \ {0} /\ MaxFailures \in Nat
-       /\ \A ks \in TxKeys : ks # {} /\ ks \subseteq Nat \ {0}
+       /\ \A ks \in TxKeys : ks # {} /\ ks \subseteq Nat
 
 Min(S) == CHOOSE x \in S : \A y \in S : x <= y
 Max(S) == CHOOSE x \in S : \A y \in S : x >= y

@@ -67,6 +67,7 @@ def test_the_pme_scenarios_are_shipped() -> None:
         "all-owners-fail-partition-lost",
         "wal-truncated-full-rebalance",
         "late-affinity-switch",
+        "full-rebalance-sends-key-0",
     }
 
 
@@ -187,7 +188,7 @@ def test_truncate_wal_shows_in_the_timeline_and_diagram(tmp_path: Path) -> None:
         ("s2", "->>", "s1", 29, "SingleMessage p0 lwm 6 OWNING WAL from 6"),
         ("s3", "->>", "s1", 30, "SingleMessage p0 lwm 3 OWNING"),
     ]
-    assert _label_sent(result, 31) == ["Demand p0 full keys above 0 up to lwm 6"]
+    assert _label_sent(result, 31) == ["Demand p0 full keys from 0 up to lwm 6"]
     assert ("s1", "->>", "s3", 39, "Supply p0 full key 5 cntr 6 (last)") in arrows
     _, page = write_outputs(result, tmp_path / "truncated.mmd")
     assert "lwm=6 hwm=6 OWNING history 6" in page.read_text(encoding="utf-8")
@@ -207,7 +208,7 @@ def test_without_the_truncation_the_same_join_is_rebalanced_from_the_wal(tmp_pat
     result = _run(_write(tmp_path, data))
     assert result.passed and result.timeline[-1].step == "FullMessage(node=s1)"
     assert _label_sent(result, len(data["steps"]) - 1) == ["Demand p0 historical counters 4..6"]
-    assert _label_sent(_run(TRUNCATED), 31) == ["Demand p0 full keys above 0 up to lwm 6"]
+    assert _label_sent(_run(TRUNCATED), 31) == ["Demand p0 full keys from 0 up to lwm 6"]
 
 
 def test_truncation_is_refused_while_the_single_message_reserves_the_history(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ def _demand_or_supply(value: Value) -> Demand | Supply:
         "mode": Mode(_str(_field(record, "mode"))),
     }
     if kind == "Demand":
-        return Demand(**common, after=_int(_field(record, "after")), upto=_int(_field(record, "upto")))
+        return Demand(**common, first=_int(_field(record, "first")), upto=_int(_field(record, "upto")))
     if kind == "Supply":
         entries = frozenset(
             SuppliedEntry(_int(_field(e, "key")), _str(_field(e, "tx")), _int(_field(e, "cntr")))
@@ -72,7 +72,7 @@ def _demand_or_supply(value: Value) -> Demand | Supply:
             entries=entries,
             last=_bool(_field(record, "last")),
             upto=_int(_field(record, "upto")),
-            after=_int(_field(record, "after")),
+            first=_int(_field(record, "first")),
         )
     raise ReplayError(f"unknown rebalancing message type {kind!r}")
 
@@ -84,7 +84,7 @@ def _rebal_value(m: Demand | Supply) -> Record:
         "sender": m.sender,
         "to": m.to,
         "mode": m.mode.value,
-        "after": m.after,
+        "first": m.first,
     }
     if isinstance(m, Demand):
         return Record(type="Demand", upto=m.upto, **common)
