@@ -170,7 +170,18 @@ class PmeCluster(Cluster):
 
     STEPS = PME_STEPS
     FULL_FIRST = 0  # where a full rebalance starts: the smallest key
-    EXTRA = ("states", "baseline", "lost", "pending", "singles", "rebal", "crashes", "joiners", "history")
+    EXTRA = (
+        "states",
+        "baseline",
+        "lost",
+        "pending",
+        "singles",
+        "rebal",
+        "crashes",
+        "joiners",
+        "history",
+        "join_order",
+    )
 
     __slots__ = EXTRA
     config: PmeConfig
@@ -188,6 +199,7 @@ class PmeCluster(Cluster):
         crashes: int,
         joiners: frozenset[str],
         history: dict[str, dict[int, int]],
+        join_order: tuple[str, ...],
         **tx_state: Any,
     ) -> None:
         super().__init__(config, **tx_state)
@@ -200,6 +212,7 @@ class PmeCluster(Cluster):
         self.crashes = crashes
         self.joiners = joiners  # joined since ready_ver: their copies are not yet vouched for
         self.history = history  # per server and partition: its WAL archive holds records above this only
+        self.join_order = join_order  # the live servers, oldest first (Ignite's node order)
 
     @classmethod
     def initial(cls, config: Config) -> PmeCluster:
@@ -217,6 +230,7 @@ class PmeCluster(Cluster):
             crashes=0,
             joiners=frozenset(),
             history={n: dict.fromkeys(range(config.partitions), 0) for n in config.servers},
+            join_order=config.servers,
             **{f: getattr(base, f) for f in Cluster.__slots__ if f != "config"},
         )
 
@@ -232,6 +246,7 @@ class PmeCluster(Cluster):
         clone.crashes = self.crashes
         clone.joiners = self.joiners
         clone.history = {n: dict(parts) for n, parts in self.history.items()}
+        clone.join_order = self.join_order
         return clone
 
     def __eq__(self, other: object) -> bool:
@@ -278,8 +293,8 @@ class PmeCluster(Cluster):
 
     @property
     def coordinator(self) -> str:
-        """The first live server in the configured order (Ignite: the oldest by join order)."""
-        return next(n for n in self.config.servers if n in self.alive)
+        """The oldest live server by join order, as in Ignite: a server that rejoined is the youngest."""
+        return self.join_order[0]
 
     @property
     def quiet(self) -> bool:
@@ -329,6 +344,7 @@ class PmeCluster(Cluster):
         )
         c.crashes = self.crashes + 1
         c.joiners = self.joiners - {node}
+        c.join_order = tuple(n for n in self.join_order if n != node)
         c._new_version(Version(self.top_ver.major + 1, 0), Event.LEFT)
         return c
 
@@ -361,6 +377,7 @@ class PmeCluster(Cluster):
         c.alive = self.alive | {node}
         c.restarted = self.restarted - {node}
         c.joiners = self.joiners | {node}
+        c.join_order = (*self.join_order, node)
         c._new_version(Version(self.top_ver.major + 1, 0), Event.JOINED)
         return c
 

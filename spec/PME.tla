@@ -20,8 +20,9 @@
 (* event on its own schedule (SendSingle); it waits until its transactions *)
 (* of the old version are released, finalizes its counters if a server     *)
 (* left, and sends the coordinator its single message: per copy its LWM,   *)
-(* state and how far back its WAL can supply. The coordinator (the first  *)
-(* live server) takes per partition the maximum LWM among OWNING copies;   *)
+(* state and how far back its WAL can supply. The coordinator (the oldest *)
+(* live server by join order) takes per partition the maximum LWM among    *)
+(* OWNING copies;                                                          *)
 (* on a join or baseline change it demotes lagging OWNING copies to        *)
 (* MOVING (not on a plain node left), creates MOVING copies on new owners, *)
 (* marks copies that left the assignment RENTING, picks a supplier for     *)
@@ -58,9 +59,10 @@
 (*    initial counter (persisted in the partition meta);                   *)
 (*  - LOST partitions are never reset (resetLostPartitions is an operator  *)
 (*    command outside the protocol);                                       *)
-(*  - the coordinator is the first live server in index order; Ignite's is *)
-(*    the oldest by join order (a rejoined s1 would not coordinate). No    *)
-(*    decision depends on which server coordinates.                        *)
+(*  - the coordinator is, as in Ignite, the oldest live server by join     *)
+(*    order (a server that fails and rejoins is the youngest); the exchange *)
+(*    is one step of all servers, so no decision depends on which server   *)
+(*    coordinates, but the full message is its step.                      *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets, TLC
 
@@ -92,10 +94,12 @@ VARIABLES
                 \*   sender |-> "s1", to |-> "s2", mode |-> "historical", first |-> 3, upto |-> 3]}
     crashes,    \* server crashes so far, e.g. 1
     joiners,    \* servers that joined since readyVer (their copies are not yet vouched for), e.g. {"s1"}
-    history     \* history[n][p]: the WAL archive holds p's records above this counter only, e.g. ("s1" :> (0 :> 2))
+    history,    \* history[n][p]: the WAL archive holds p's records above this counter only, e.g. ("s1" :> (0 :> 2))
+    joinOrder   \* the live servers, oldest first (Ignite's node order): the first coordinates,
+                \*   e.g. <<"s2", "s3", "s1">> after s1 failed and rejoined
 
 txVars == <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs, action>>
-pmeVars == <<state, baseline, lost, pending, singles, rebal, crashes, joiners, history>>
+pmeVars == <<state, baseline, lost, pending, singles, rebal, crashes, joiners, history, joinOrder>>
 vars == <<txVars, pmeVars>>
 
 Tx == INSTANCE TxCounters
@@ -177,6 +181,7 @@ Init ==
     /\ crashes = 0
     /\ joiners = {}
     /\ history = [n \in Servers |-> [p \in Parts |-> 0]]
+    /\ joinOrder = [i \in 1..ServerCount |-> Tx!Server(i)]
 
 -----------------------------------------------------------------------------
 (* Transactions: spec/TxCounters.tla's steps, on writable partitions        *)
@@ -206,6 +211,7 @@ NodeFail(n) ==
     /\ msgs' = {m \in msgs : Tx!Receiver(m) # n /\ ~(m.type = "LockResponse" /\ m.sender = n)}
     /\ crashes' = crashes + 1
     /\ joiners' = joiners \ {n}
+    /\ joinOrder' = SelectSeq(joinOrder, LAMBDA s : s # n)
     /\ NewVersion(<<topVer[1] + 1, 0>>, "left")
     /\ action' = Step("NodeFail", n)
     /\ UNCHANGED <<restarted, readyVer, owners, near, wal, state, baseline, lost, history>>
@@ -228,6 +234,7 @@ Join(n) ==
     /\ alive' = alive \cup {n}
     /\ restarted' = restarted \ {n}
     /\ joiners' = joiners \cup {n}
+    /\ joinOrder' = Append(joinOrder, n)
     /\ NewVersion(<<topVer[1] + 1, 0>>, "joined")
     /\ action' = Step("Join", n)
     /\ UNCHANGED <<readyVer, owners, near, txs, counter, data, wal, msgs, state, baseline, lost, crashes,
@@ -242,7 +249,7 @@ BaselineChange ==
     /\ NewVersion(<<topVer[1], topVer[2] + 1>>, "baseline")
     /\ action' = [name |-> "BaselineChange"]
     /\ UNCHANGED <<alive, restarted, readyVer, owners, near, txs, counter, data, wal, msgs, state, lost, crashes,
-                   joiners, history>>
+                   joiners, history, joinOrder>>
 
 -----------------------------------------------------------------------------
 (* The exchange                                                             *)
@@ -274,10 +281,10 @@ SendSingle(n) ==
                             [lwm |-> ctr[p].lwm, state |-> state[n][p].state, hist |-> HistFrom(n, log, p, ctr[p].lwm)]])
     /\ action' = Step("SendSingle", n)
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, data, msgs,
-                   state, baseline, lost, pending, rebal, crashes, joiners, history>>
+                   state, baseline, lost, pending, rebal, crashes, joiners, history, joinOrder>>
 
-\* The coordinator: the first live server in index order (see the simplifications).
-Coordinator == CHOOSE n \in alive : \A o \in alive : Index(n) <= Index(o)
+\* The coordinator: the oldest live server (Ignite's oldest node by join order).
+Coordinator == joinOrder[1]
 
 \* The coordinator's decision for partition p, from the single messages. A partition is LOST when no
 \* server that was in the topology at readyVer has an OWNING copy: a copy that comes back with a server
@@ -354,7 +361,7 @@ FullMessage ==
     /\ singles' = <<>>
     /\ joiners' = {}
     /\ action' = Step("FullMessage", Coordinator)
-    /\ UNCHANGED <<alive, restarted, topVer, near, txs, data, wal, msgs, baseline, crashes, history>>
+    /\ UNCHANGED <<alive, restarted, topVer, near, txs, data, wal, msgs, baseline, crashes, history, joinOrder>>
 
 -----------------------------------------------------------------------------
 (* Rebalancing                                                              *)
@@ -384,7 +391,7 @@ Supply(n, p, d) ==
                          first |-> Max({m.first} \cup {e.pos + 1 : e \in batch})]}
     /\ action' = [name |-> "Supply", node |-> n, part |-> p, peer |-> d]
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs,
-                   state, baseline, lost, pending, singles, crashes, joiners, history>>
+                   state, baseline, lost, pending, singles, crashes, joiners, history, joinOrder>>
 
 \* The demander applies a batch: entries newer than its own (logged to its WAL); after the last batch
 \* its counter is durable up to LWM (logged) and the copy is OWNING, else it asks for the next batch.
@@ -418,7 +425,7 @@ Rebalance(n, p) ==
                       /\ UNCHANGED <<state, topVer, pending, singles>>
     /\ action' = PartStep("Rebalance", n, p)
     /\ UNCHANGED <<alive, restarted, readyVer, owners, near, txs, counter, msgs,
-                   baseline, lost, crashes, joiners, history>>
+                   baseline, lost, crashes, joiners, history, joinOrder>>
 
 \* A RENTING copy is evicted (its data and counter dropped) once no copy of its partition is MOVING.
 Evict(n, p) ==
@@ -430,7 +437,7 @@ Evict(n, p) ==
     /\ data' = [data EXCEPT ![n] = [k \in {k \in DOMAIN @ : Part(k) # p} |-> @[k]]]
     /\ action' = PartStep("Evict", n, p)
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, wal, msgs,
-                   baseline, lost, pending, singles, rebal, crashes, joiners>>
+                   baseline, lost, pending, singles, rebal, crashes, joiners, joinOrder>>
 
 \* A server checkpoints and truncates its WAL archive: the records at or below each OWNING copy's LWM
 \* are in the checkpoint's pages (restart still finds them, which is why the model keeps them in wal),
@@ -447,7 +454,7 @@ TruncateWal(n) ==
                       IF StateOf(n, p) = "OWNING" THEN Max({@[p], counter[n][p].lwm}) ELSE @[p]]]
     /\ action' = Step("TruncateWal", n)
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs,
-                   state, baseline, lost, pending, singles, rebal, crashes, joiners>>
+                   state, baseline, lost, pending, singles, rebal, crashes, joiners, joinOrder>>
 
 -----------------------------------------------------------------------------
 (* Quiescence                                                               *)
@@ -488,6 +495,7 @@ TypeOK ==
     /\ \A n \in Servers : \A p \in Copies(n) : state[n][p].state \in {"OWNING", "MOVING", "RENTING"}
     /\ \A n \in alive \cup restarted : DOMAIN counter[n] = Copies(n)
     /\ DOMAIN singles \subseteq alive /\ joiners \subseteq alive
+    /\ Range(joinOrder) = alive /\ Len(joinOrder) = Cardinality(alive)
     /\ \A m \in rebal : m.type \in {"Demand", "Supply"} /\ {m.sender, m.to} \subseteq alive
 
 Copy(n, p) == n \in alive \cup restarted /\ p \in Copies(n)

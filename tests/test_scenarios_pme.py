@@ -645,7 +645,7 @@ def test_a_baseline_change_moves_the_partition_and_evicts_the_old_copy(tmp_path:
             {"step": "SendSingle", "node": "s3"},
             {
                 "step": "FullMessage",
-                "node": "s1",
+                "node": "s2",
                 "expect": {"s1": {"partitions": {"0": "RENTING"}, "data": {"1": "a1", "2": "a2"}}},
                 "idle_verify": {"clean": True, "skipped": {"0": {"s1": "RENTING"}}},
             },

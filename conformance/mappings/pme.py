@@ -3,8 +3,8 @@
 The 2PC part (alive, restarted, versions, owners, near, txs, counter, data, wal, msgs) maps as in
 conformance/mappings/tx_counters.py; the exchange and rebalancing variables map one to one onto
 PmeCluster's fields: state (copy states and initial counters), baseline, lost, pending (event kinds),
-singles (the coordinator's single messages), rebal (Demand and Supply messages), crashes, joiners and
-history (where each WAL archive was truncated).
+singles (the coordinator's single messages), rebal (Demand and Supply messages), crashes, joiners,
+history (where each WAL archive was truncated) and joinOrder (join_order: the live servers, oldest first).
 
 Spec-level rules kept here: MaxFailures bounds NodeFail (the spec counts crashes), BaselineAutoAdjust
 allows BaselineChange, WalTruncation allows TruncateWal, and Done is the spec's terminal step once nothing
@@ -149,6 +149,7 @@ class PmeMapping(TxCountersMapping):
             history={
                 _str(n): {_int(p): _int(h) for p, h in _pairs(parts)} for n, parts in _pairs(state["history"])
             },
+            join_order=tuple(_str(n) for n in cast(tuple[str, ...], state["joinOrder"])),
         )
         return TxReplay(cluster, state["action"])
 
@@ -182,6 +183,7 @@ class PmeMapping(TxCountersMapping):
             "crashes": c.crashes,
             "joiners": shared_set(c.joiners),
             "history": shared_function((n, shared_function(parts.items())) for n, parts in c.history.items()),
+            "joinOrder": c.join_order,
         }
 
     # --- steps ---------------------------------------------------------------------------------------
