@@ -1,0 +1,468 @@
+"""The client of the real-Ignite harness (systems/ignite/): build it, start it, drive it, observe it.
+
+`IgniteHarness` starts the harness JVM (N Ignite servers and a client in one process, on loopback ports of
+their own), sends it one JSON command per line and parses each answer; `observe()` returns pydantic
+models of what every server shows. Steps carry tidemark's names where they map (`step("TxStart", ...)`,
+`step("BackupCommit", tx=..., node=...)`), so a scenario runner can put the real system beside impl/.
+
+The JVM dies with this process (PR_SET_PDEATHSIG, and it stops at end of input), and its work directory
+(persistence, WAL, ignite.log) is a temporary directory removed on close. Everything that goes wrong on the
+Java side (no Java or Maven, a failed build, a node that does not start, a dead JVM) is an IgniteError,
+exit code 3; a command the harness refuses as bad input is a HarnessInputError (exit code 2).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from conformance.errors import TidemarkError
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+MODULE: Final = ROOT / "systems" / "ignite"
+DEFAULT_VERSION: Final = "2.18.0"
+PORTS_PER_HARNESS: Final = 40  # discovery base..base+19, communication base+20..base+39
+
+
+class IgniteError(TidemarkError):
+    """Java, Maven, the harness or the Ignite cluster failed (an environment error)."""
+
+    exit_code = 3
+
+
+class HarnessInputError(TidemarkError):
+    """The harness refused a command as bad input (an unknown node, a missing field)."""
+
+
+# --- observations -------------------------------------------------------------------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class PartitionView(_Model):
+    """One copy of a partition on one server (GridDhtLocalPartition and its PartitionUpdateCounter)."""
+
+    state: str  # OWNING, MOVING, RENTING, EVICTED, LOST
+    lwm: int = 0  # counter.get()
+    hwm: int = 0  # counter.reserved()
+    highest: int = 0  # counter.highestAppliedCounter()
+    initial: int = 0  # counter.initial(): where a MOVING copy's rebalancing starts
+    gaps: tuple[tuple[int, int], ...] = ()  # out-of-order items (start, delta)
+    comparable: str = ""  # what idle_verify compares: "[lwm=N, missed=[...], hwm=H]"
+    size: int = 0
+    entries: dict[int, str | None] = Field(default_factory=dict)
+
+
+class NodeView(_Model):
+    """A running server's view: ready topology version, coordinator, its copies, the ready assignment."""
+
+    top_ver: str = Field(alias="topVer")
+    exchange_done: bool = Field(alias="exchangeDone")
+    coordinator: str | None
+    order: int  # join order: the oldest server (lowest order) is the coordinator
+    lost: tuple[int, ...] = ()
+    rebalance_done: bool = Field(default=True, alias="rebalanceDone")
+    partitions: dict[int, PartitionView] = Field(default_factory=dict)
+    assignment: dict[int, tuple[str, ...]] = Field(default_factory=dict)
+
+
+class HashRecord(_Model):
+    """One copy in idle_verify's report (PartitionHashRecord)."""
+
+    node: str
+    primary: bool
+    update_counter: str = Field(alias="updateCounter")
+    size: int
+    hash: int
+    state: str
+
+
+class IdleVerifyView(_Model):
+    """idle_verify's verdict (IdleVerifyResult), per partition."""
+
+    has_conflicts: bool = Field(alias="hasConflicts")
+    counter_conflicts: dict[int, tuple[HashRecord, ...]] = Field(alias="counterConflicts")
+    hash_conflicts: dict[int, tuple[HashRecord, ...]] = Field(alias="hashConflicts")
+    moving: dict[int, tuple[HashRecord, ...]]
+    lost: dict[int, tuple[HashRecord, ...]]
+    exceptions: tuple[str, ...]
+    text: str
+
+
+class TxView(_Model):
+    tx: str
+    phase: str  # started, locked, prepared, committed, rolledBack, failed
+    done: bool
+    state: str | None = None  # Ignite's TransactionState
+    error: str | None = None
+
+
+class Observation(_Model):
+    """Every running server's view after a step, the down servers, the baseline and the transactions."""
+
+    nodes: dict[str, NodeView]
+    down: tuple[str, ...] = ()
+    baseline: tuple[str, ...] = ()
+    txs: dict[str, TxView] = Field(default_factory=dict)
+    idle_verify: IdleVerifyView | None = None
+
+    def copy_of(self, node: str, part: int = 0) -> PartitionView | None:
+        view = self.nodes.get(node)
+        return view.partitions.get(part) if view else None
+
+
+class HeldMessage(_Model):
+    id: int
+    type: str
+    sender: str = Field(alias="from")
+    to: str
+    tx: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class DemandView(_Model):
+    """A demand message with partitions: how a demander was rebalanced (historical ranges or full)."""
+
+    demander: str
+    supplier: str
+    top_ver: str = Field(alias="topVer")
+    historical: tuple[dict[str, int], ...]  # {"part", "from", "to"}
+    full: tuple[int, ...]
+
+
+# --- tidemark's step names -> messages of Ignite 2.x ---------------------------------------------------
+
+# A message-level step of tidemark is the delivery of one Ignite message: hold it with block(), then the
+# step releases it. Steps Ignite takes by itself (single/full messages, supply rounds) become waits.
+MESSAGE_STEPS: Final[Mapping[str, str]] = {
+    "Prepare": "GridNearTxPrepareRequest",  # near -> primary: the primary reserves counters
+    "BackupPrepare": "GridDhtTxPrepareRequest",  # primary -> backup
+    "Commit": "GridNearTxFinishRequest",  # near -> primary (commit)
+    "Rollback": "GridNearTxFinishRequest",  # near -> primary (rollback)
+    "BackupCommit": "GridDhtTxFinishRequest",  # primary -> backup (commit)
+    "BackupRollback": "GridDhtTxFinishRequest",  # primary -> backup (rollback)
+    "SendSingle": "GridDhtPartitionsSingleMessage",
+    "FullMessage": "GridDhtPartitionsFullMessage",
+    "Demand": "GridDhtPartitionDemandMessage",
+    "Supply": "GridDhtPartitionSupplyMessage",
+}
+_RECEIVER_IS_NODE: Final = frozenset({"BackupPrepare", "BackupCommit", "BackupRollback", "Prepare", "Commit"})
+
+
+def _pdeathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the JVM gets SIGKILL when this process dies, however it dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _newest(paths: Iterator[Path]) -> float:
+    return max((p.stat().st_mtime for p in paths), default=0.0)
+
+
+def build_harness(version: str = DEFAULT_VERSION, *, maven_repo: Path | None = None) -> Path:
+    """Build the harness for this Ignite version unless its jar is newer than the pom and the sources;
+    returns the build directory (harness.jar and lib/). Maven's repository is the project's .cache/m2, so
+    after the first build everything is offline."""
+    target = MODULE / "target" / version
+    jar = target / "harness.jar"
+    sources = [MODULE / "pom.xml", *(MODULE / "src").rglob("*.java")]
+    if jar.exists() and (target / "lib").is_dir() and jar.stat().st_mtime >= _newest(iter(sources)):
+        return target
+    if shutil.which("mvn") is None or shutil.which("java") is None:
+        raise IgniteError(
+            "building the Ignite harness needs Java >= 17 and Maven on PATH (apt-get install maven)"
+        )
+    repo = maven_repo or ROOT / ".cache" / "m2"
+    cmd = [
+        "mvn",
+        "-B",
+        "-q",
+        f"-Dmaven.repo.local={repo}",
+        f"-Dignite.version={version}",
+        "-DskipTests",
+        "package",
+    ]
+    try:
+        done = subprocess.run(cmd, cwd=MODULE, capture_output=True, text=True, timeout=900, check=False)
+    except subprocess.TimeoutExpired as e:
+        raise IgniteError("building the Ignite harness took more than 15 minutes", source="mvn") from e
+    if done.returncode != 0 or not jar.exists():
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+        raise IgniteError(f"building the Ignite harness (Ignite {version}) failed:\n{tail}", source="mvn")
+    return target
+
+
+def free_base_port(rng: random.Random | None = None) -> int:
+    """A base port with PORTS_PER_HARNESS free ports above it on 127.0.0.1, so harnesses run side by side."""
+    rng = rng or random.Random()
+    for _ in range(50):
+        base = rng.randrange(20000, 60000 - PORTS_PER_HARNESS, PORTS_PER_HARNESS)
+        if all(_port_free(base + i) for i in range(PORTS_PER_HARNESS)):
+            return base
+    raise IgniteError("no free block of loopback ports for the Ignite harness")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def jvm_options() -> list[str]:
+    lines = (MODULE / "jvm.options").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+class IgniteHarness:
+    """One harness JVM: a real Ignite cluster driven command by command (use as a context manager)."""
+
+    def __init__(
+        self, version: str = DEFAULT_VERSION, *, timeout: float = 180.0, keep_dir: bool = False
+    ) -> None:
+        self.version = version
+        self.timeout = timeout  # seconds one command may take before the harness counts as hung
+        self.keep_dir = keep_dir
+        self.work_dir: Path | None = None
+        self.info: dict[str, Any] = {}
+        self._proc: subprocess.Popen[str] | None = None
+        self._next_id = 0
+        self._stderr: Any = None
+
+    def __enter__(self) -> IgniteHarness:
+        self.open()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def open(self) -> None:
+        target = build_harness(self.version)
+        self.work_dir = Path(tempfile.mkdtemp(prefix="tidemark-ignite-"))
+        classpath = f"{target / 'harness.jar'}{os.pathsep}{target / 'lib' / '*'}"
+        cmd = [
+            "java",
+            *jvm_options(),
+            "-cp",
+            classpath,
+            "tidemark.ignite.Harness",
+            "--work-dir",
+            str(self.work_dir),
+        ]
+        self._stderr = open(self.work_dir / "jvm.stderr", "w")  # noqa: SIM115 - closed in close()
+        try:
+            self._proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                text=True,
+                bufsize=1,
+                preexec_fn=_pdeathsig,
+            )
+        except OSError as e:
+            self.close()
+            raise IgniteError(f"cannot start java: {e}") from e
+        self.info = self._read_line()
+        if not self.info.get("ready"):
+            self.close()
+            raise IgniteError(f"the harness did not start: {self.info}")
+
+    def _read_line(self) -> dict[str, Any]:
+        assert self._proc is not None and self._proc.stdout is not None
+        result: list[str] = []
+        reader = threading.Thread(target=lambda: result.append(self._proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        reader.join(self.timeout)
+        if reader.is_alive() or not result or not result[0]:
+            hung = reader.is_alive()
+            tail = self.stderr_tail()
+            self.close()
+            what = f"did not answer within {self.timeout:.0f} s" if hung else "exited"
+            raise IgniteError(f"the Ignite harness {what}; its stderr ends with:\n{tail}")
+        try:
+            answer: dict[str, Any] = json.loads(result[0])
+        except json.JSONDecodeError as e:
+            raise IgniteError(f"the harness wrote a line that is not JSON: {result[0][:200]!r}") from e
+        return answer
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        if self.work_dir is None or not (self.work_dir / "jvm.stderr").exists():
+            return ""
+        return "\n".join((self.work_dir / "jvm.stderr").read_text(errors="replace").splitlines()[-lines:])
+
+    def call(self, cmd: str, **args: Any) -> Any:
+        """Send one command; its result, or HarnessInputError / IgniteError."""
+        if self._proc is None or self._proc.stdin is None:
+            raise IgniteError("the Ignite harness is not running")
+        self._next_id += 1
+        line = json.dumps({"id": self._next_id, "cmd": cmd, **args})
+        try:
+            self._proc.stdin.write(line + "\n")
+            self._proc.stdin.flush()
+        except OSError as e:
+            tail = self.stderr_tail()
+            self.close()
+            raise IgniteError(f"the Ignite harness is gone ({e}); its stderr ends with:\n{tail}") from e
+        answer = self._read_line()
+        if answer.get("id") != self._next_id:
+            raise IgniteError(f"the harness answered {answer.get('id')} to command {self._next_id}")
+        if not answer.get("ok"):
+            error = answer.get("error", "unknown error")
+            if answer.get("kind") == "bad_input":
+                raise HarnessInputError(error, source="ignite harness", location=cmd)
+            raise IgniteError(f"{cmd}: {error}", source="ignite harness")
+        return answer.get("result")
+
+    def close(self) -> None:
+        """Stop the JVM (end of input, then kill after 30 s) and remove the work directory."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                if proc.stdin:
+                    proc.stdin.close()
+                proc.wait(30)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+            if proc.stdout:
+                proc.stdout.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+        if self.work_dir is not None and not self.keep_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            self.work_dir = None
+
+    # --- the cluster -----------------------------------------------------------------------------------
+
+    def start(
+        self,
+        servers: int = 3,
+        *,
+        partitions: int = 1,
+        backups: int | None = None,
+        wal_rebalance_threshold: int | None = None,
+        loss_policy: str = "READ_WRITE_SAFE",
+        checkpoints: bool = False,
+    ) -> dict[str, Any]:
+        """Servers s1..sN and client c1, persistence on, cache `tidemark` (TRANSACTIONAL, FULL_SYNC), active,
+        baseline = the servers; with `checkpoints` False every server runs with checkpoints disabled."""
+        args: dict[str, Any] = {
+            "servers": servers,
+            "partitions": partitions,
+            "backups": servers - 1 if backups is None else backups,
+            "loss_policy": loss_policy,
+            "checkpoints": checkpoints,
+            "base_port": free_base_port(),
+        }
+        if wal_rebalance_threshold is not None:
+            args["wal_rebalance_threshold"] = wal_rebalance_threshold
+        result: dict[str, Any] = self.call("start", **args)
+        return result
+
+    def observe(self, *, entries: bool = True, idle_verify: bool = False) -> Observation:
+        return Observation.model_validate(self.call("observe", entries=entries, idle_verify=idle_verify))
+
+    def idle_verify(self) -> IdleVerifyView:
+        return IdleVerifyView.model_validate(self.call("idle_verify"))
+
+    def held(self) -> list[HeldMessage]:
+        return [HeldMessage.model_validate(m) for m in self.call("held")]
+
+    def demands(self) -> list[DemandView]:
+        return [DemandView.model_validate(m) for m in self.call("demands")]
+
+    def logs(self, pattern: str = ".", since: int = 0, limit: int = 200) -> tuple[list[str], int]:
+        """Ignite's log lines after line `since` matching the regular expression; and the new mark."""
+        result = self.call("logs", pattern=pattern, since=since, limit=limit)
+        return list(result["lines"]), int(result["mark"])
+
+    def block(
+        self,
+        type: str,
+        *,
+        sender: str | None = None,
+        to: str | None = None,
+        tx: str | None = None,
+        drop: bool = False,
+    ) -> int:
+        """Hold (or drop) every message of this class from `sender` to `to` (of transaction `tx`)."""
+        result = self.call(
+            "block", type=type, to=to, tx=tx, action="drop" if drop else "hold", **{"from": sender}
+        )
+        return int(result["rule"])
+
+    def release(self, **match: Any) -> list[HeldMessage]:
+        """Release held messages: `ids=[...]` in that order, or all matching type/from/to/tx, oldest first."""
+        if "sender" in match:
+            match["from"] = match.pop("sender")
+        return [HeldMessage.model_validate(m) for m in self.call("release", **match)]
+
+    def await_exchange(self, timeout_ms: int = 30_000) -> bool:
+        return bool(self.call("await_exchange", timeout_ms=timeout_ms)["done"])
+
+    def await_rebalance(self, timeout_ms: int = 60_000) -> bool:
+        return bool(self.call("await_rebalance", timeout_ms=timeout_ms)["done"])
+
+    # --- tidemark's steps -------------------------------------------------------------------------------
+
+    def step(self, name: str, **params: Any) -> Any:
+        """One step under tidemark's name. Transaction steps act on the client (TxStart writes `keys`, a
+        mapping key -> value); message-level steps release the held message of that step (hold it first with
+        `hold_step`); AwaitExchange and AwaitRebalance are the points where Ignite's own steps finish."""
+        wait = params.pop("wait_ms", 10_000)
+        if name == "TxStart":
+            writes = {str(k): v for k, v in params["keys"].items()}
+            return self.call("tx_begin", tx=params["tx"], writes=writes, wait_ms=wait)
+        simple = {"TxPrepare": "tx_prepare", "TxCommit": "tx_commit", "TxRollback": "tx_rollback"}
+        if name in simple:
+            return self.call(simple[name], tx=params["tx"], wait_ms=wait)
+        if name in MESSAGE_STEPS:
+            to = params.get("node") if name in _RECEIVER_IS_NODE else params.get("peer")
+            return self.release(type=MESSAGE_STEPS[name], tx=params.get("tx"), to=to)
+        if name == "NodeFail":
+            return self.call("fail", node=params["node"])
+        if name in ("Restart", "Join"):
+            return self.call(name.lower(), node=params["node"], wait_ms=wait)
+        if name == "BaselineChange":
+            return self.call("baseline", **({"nodes": params["nodes"]} if "nodes" in params else {}))
+        if name == "Checkpoint":
+            return self.call("checkpoint", nodes=[params["node"]])
+        if name == "AwaitExchange":
+            return self.await_exchange(wait)
+        if name == "AwaitRebalance":
+            return self.await_rebalance(wait)
+        raise HarnessInputError(f"no real-Ignite step {name!r}", expected=f"one of {sorted(STEP_NAMES)}")
+
+    def hold_step(self, name: str, **params: Any) -> int:
+        """Hold the messages of a message-level step (e.g. hold_step("BackupCommit", tx="t1", node="s3"))."""
+        to = params.get("node") if name in _RECEIVER_IS_NODE else params.get("peer")
+        return self.block(MESSAGE_STEPS[name], to=to, tx=params.get("tx"), sender=params.get("sender"))
+
+
+STEP_NAMES: Final = frozenset(
+    {"TxStart", "TxPrepare", "TxCommit", "TxRollback", "NodeFail", "Restart", "Join", "BaselineChange"}
+    | {"Checkpoint", "AwaitExchange", "AwaitRebalance"}
+    | set(MESSAGE_STEPS)
+)

@@ -1,0 +1,357 @@
+package tidemark.ignite;
+
+import com.google.gson.JsonArray;
+import com.google.gson.JsonObject;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.ignite.Ignition;
+import org.apache.ignite.cluster.BaselineNode;
+import org.apache.ignite.cluster.ClusterNode;
+import org.apache.ignite.cluster.ClusterState;
+import org.apache.ignite.internal.IgniteEx;
+import org.apache.ignite.internal.processors.cache.CacheGroupContext;
+import org.apache.ignite.internal.processors.cache.distributed.dht.topology.GridDhtLocalPartition;
+import org.apache.ignite.internal.processors.cache.distributed.dht.topology.GridDhtPartitionState;
+import org.apache.ignite.internal.processors.cache.persistence.GridCacheDatabaseSharedManager;
+import org.apache.ignite.internal.processors.cache.persistence.CheckpointState;
+
+/** The nodes of the harness's cluster: start, fail, restart, join, baseline, outage, waits, observation. */
+final class Nodes {
+    private static final String CLIENT = "c1";
+
+    private final MessageControl control;
+    private final LogCapture logs;
+    private final Txs txs;
+    private final ExecutorService starter = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "node-starter");
+        t.setDaemon(true);
+        return t;
+    });
+    private ClusterSetup setup;
+    private final Map<String, IgniteEx> servers = new TreeMap<>();
+    private final Map<String, Future<IgniteEx>> starting = new LinkedHashMap<>();
+    private IgniteEx client;
+
+    Nodes(MessageControl control, LogCapture logs, Txs txs) {
+        this.control = control;
+        this.logs = logs;
+        this.txs = txs;
+    }
+
+    synchronized JsonObject start(ClusterSetup s) throws Exception {
+        if (setup != null)
+            throw new IllegalArgumentException("the cluster is already started");
+        setup = s;
+        if (s.walRebalanceThreshold != null)
+            System.setProperty("IGNITE_PDS_WAL_REBALANCE_THRESHOLD", String.valueOf(s.walRebalanceThreshold));
+        for (String name : s.servers)
+            servers.put(name, (IgniteEx)Ignition.start(s.node(name, false, control, logs)));
+        client = (IgniteEx)Ignition.start(s.node(CLIENT, true, control, logs));
+        client.cluster().state(ClusterState.ACTIVE);
+        client.cluster().baselineAutoAdjustEnabled(false);
+        client.getOrCreateCache(s.cache());
+        awaitExchange(30_000);
+        if (!s.checkpoints) {
+            for (IgniteEx ig : servers.values())
+                db(ig).enableCheckpoints(false).get();
+        }
+        JsonObject o = new JsonObject();
+        JsonArray names = new JsonArray();
+        servers.keySet().forEach(names::add);
+        o.add("servers", names);
+        o.addProperty("client", CLIENT);
+        return o;
+    }
+
+    synchronized IgniteEx client() {
+        if (client == null)
+            throw new IllegalArgumentException("no client: start or activate the cluster first");
+        return client;
+    }
+
+    private IgniteEx server(String name) {
+        IgniteEx ig = servers.get(name);
+        if (ig == null)
+            throw new IllegalArgumentException("no running server " + name + " (running: " + servers.keySet() + ")");
+        return ig;
+    }
+
+    private static GridCacheDatabaseSharedManager db(IgniteEx ig) {
+        return (GridCacheDatabaseSharedManager)ig.context().cache().context().database();
+    }
+
+    /** NodeFail: checkpoints off, then stop without waiting for anything (restart recovers from the WAL). */
+    synchronized JsonObject fail(String name) throws Exception {
+        IgniteEx ig = server(name);
+        db(ig).enableCheckpoints(false).get();
+        servers.remove(name);
+        Ignition.stop(name, true);
+        JsonObject o = new JsonObject();
+        o.addProperty("forgotten", control.forget(name));
+        return o;
+    }
+
+    /** Restart (same name, same persistence) or Join (a new server): starting blocks until it joined. */
+    synchronized JsonObject launch(String name, boolean fresh, long waitMs) throws Exception {
+        if (setup == null)
+            throw new IllegalArgumentException("start the cluster first");
+        if (servers.containsKey(name) || starting.containsKey(name))
+            throw new IllegalArgumentException("server " + name + " is already running or starting");
+        boolean known = java.nio.file.Files.exists(setup.workDir.resolve(name));
+        if (fresh == known)
+            throw new IllegalArgumentException(fresh ? "join needs a new name; " + name + " has persistence"
+                : "restart needs a server that ran before; " + name + " did not");
+        starting.put(name, starter.submit(() -> (IgniteEx)Ignition.start(setup.node(name, false, control, logs))));
+        return awaitStart(name, waitMs);
+    }
+
+    JsonObject awaitStart(String name, long waitMs) throws Exception {
+        Future<IgniteEx> fut;
+        synchronized (this) {
+            fut = starting.get(name);
+        }
+        JsonObject o = new JsonObject();
+        o.addProperty("node", name);
+        if (fut == null) {
+            o.addProperty("started", servers.containsKey(name));
+            return o;
+        }
+        try {
+            IgniteEx ig = fut.get(waitMs, TimeUnit.MILLISECONDS);
+            synchronized (this) {
+                starting.remove(name);
+                servers.put(name, ig);
+            }
+            if (!setup.checkpoints && ig.cluster().state().active())
+                db(ig).enableCheckpoints(false).get();
+            o.addProperty("started", true);
+        }
+        catch (TimeoutException e) {
+            o.addProperty("started", false);
+        }
+        catch (Exception e) {
+            synchronized (this) {
+                starting.remove(name);
+            }
+            throw new IllegalStateException("server " + name + " failed to start: " + e.getCause(), e);
+        }
+        return o;
+    }
+
+    /** BaselineChange: the given servers (alive or in the current baseline), or all running servers. */
+    synchronized JsonObject baseline(List<String> names) {
+        IgniteEx c = client();
+        if (names == null)
+            c.cluster().setBaselineTopology(c.cluster().topologyVersion());
+        else {
+            Map<String, BaselineNode> known = new TreeMap<>();
+            Collection<BaselineNode> current = c.cluster().currentBaselineTopology();
+            if (current != null)
+                current.forEach(n -> known.put(String.valueOf(n.consistentId()), n));
+            for (ClusterNode n : c.cluster().forServers().nodes())
+                known.put(String.valueOf(n.consistentId()), n);
+            List<BaselineNode> chosen = new ArrayList<>();
+            for (String n : names) {
+                if (!known.containsKey(n))
+                    throw new IllegalArgumentException("server " + n + " is neither running nor in the baseline");
+                chosen.add(known.get(n));
+            }
+            c.cluster().setBaselineTopology(chosen);
+        }
+        return baselineJson();
+    }
+
+    private JsonObject baselineJson() {
+        JsonObject o = new JsonObject();
+        JsonArray a = new JsonArray();
+        Collection<BaselineNode> bl = client().cluster().currentBaselineTopology();
+        if (bl != null)
+            bl.stream().map(n -> String.valueOf(n.consistentId())).sorted().forEach(a::add);
+        o.add("baseline", a);
+        return o;
+    }
+
+    /** Checkpoint now on these servers (default: all), leaving checkpoints off again if they were off. */
+    synchronized JsonObject checkpoint(List<String> names) throws Exception {
+        JsonArray done = new JsonArray();
+        for (String n : names == null ? new ArrayList<>(servers.keySet()) : names) {
+            GridCacheDatabaseSharedManager db = db(server(n));
+            db.enableCheckpoints(true).get();
+            db.forceCheckpoint("tidemark").futureFor(CheckpointState.FINISHED).get();
+            if (!setup.checkpoints)
+                db.enableCheckpoints(false).get();
+            done.add(n);
+        }
+        JsonObject o = new JsonObject();
+        o.add("checkpointed", done);
+        return o;
+    }
+
+    /** Total outage: every server and the client stop at once (checkpoints off first). */
+    synchronized JsonObject outage() throws Exception {
+        JsonArray stopped = new JsonArray();
+        for (IgniteEx ig : servers.values())
+            db(ig).enableCheckpoints(false).get();
+        for (String n : new ArrayList<>(servers.keySet())) {
+            servers.remove(n);
+            Ignition.stop(n, true);
+            control.forget(n);
+            stopped.add(n);
+        }
+        if (client != null) {
+            Ignition.stop(CLIENT, true);
+            client = null;
+        }
+        JsonObject o = new JsonObject();
+        o.add("stopped", stopped);
+        return o;
+    }
+
+    /** After an outage: start the client again and activate (the baseline decides the owners). */
+    synchronized JsonObject activate(long waitMs) throws Exception {
+        if (client == null)
+            client = (IgniteEx)Ignition.start(setup.node(CLIENT, true, control, logs));
+        client.cluster().state(ClusterState.ACTIVE);
+        for (IgniteEx ig : servers.values()) {
+            if (!setup.checkpoints)
+                db(ig).enableCheckpoints(false).get();
+        }
+        return awaitExchange(waitMs);
+    }
+
+    private List<IgniteEx> everyone() {
+        List<IgniteEx> all = new ArrayList<>(servers.values());
+        if (client != null)
+            all.add(client);
+        return all;
+    }
+
+    /** Until every node completed its last exchange and all agree on the ready version (stable twice). */
+    synchronized JsonObject awaitExchange(long timeoutMs) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        String last = null;
+        while (System.currentTimeMillis() < deadline) {
+            String ver = agreedVersion();
+            if (ver != null && ver.equals(last))
+                return status(true, ver);
+            last = ver;
+            wait(100);
+        }
+        return status(false, agreedVersion());
+    }
+
+    private String agreedVersion() {
+        String ver = null;
+        for (IgniteEx ig : everyone()) {
+            var ex = ig.context().cache().context().exchange();
+            if (!ex.lastTopologyFuture().isDone())
+                return null;
+            if (ex.readyAffinityVersion().topologyVersion() != ig.context().discovery().topologyVersion())
+                return null;
+            String v = Observer.version(ex.readyAffinityVersion());
+            if (ver != null && !ver.equals(v))
+                return null;
+            ver = v;
+        }
+        return ver;
+    }
+
+    private static JsonObject status(boolean done, String ver) {
+        JsonObject o = new JsonObject();
+        o.addProperty("done", done);
+        o.addProperty("topVer", ver);
+        return o;
+    }
+
+    /** Until exchanges are done and every copy on a running server is OWNING or gone (LOST ones excepted). */
+    synchronized JsonObject awaitRebalance(long timeoutMs) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (System.currentTimeMillis() < deadline) {
+            JsonObject ex = awaitExchange(Math.max(1, deadline - System.currentTimeMillis()));
+            if (ex.get("done").getAsBoolean() && settled()) {
+                JsonObject again = awaitExchange(Math.max(1, deadline - System.currentTimeMillis()));
+                if (again.get("done").getAsBoolean() && settled() && again.get("topVer").equals(ex.get("topVer")))
+                    return again;
+            }
+            wait(200);
+        }
+        return status(false, agreedVersion());
+    }
+
+    private boolean settled() {
+        for (IgniteEx ig : servers.values()) {
+            CacheGroupContext grp = Observer.group(ig);
+            if (grp == null)
+                continue;
+            if (!grp.preloader().rebalanceFuture().isDone())
+                return false;
+            for (GridDhtLocalPartition p : grp.topology().localPartitions()) {
+                GridDhtPartitionState st = p.state();
+                if (st != GridDhtPartitionState.OWNING && st != GridDhtPartitionState.EVICTED
+                    && !grp.topology().lostPartitions().contains(p.id()))
+                    return false;
+            }
+        }
+        return true;
+    }
+
+    /** Every running server's view; the down and starting servers by name. */
+    synchronized JsonObject observe(boolean entries, boolean idleVerify) throws Exception {
+        JsonObject o = new JsonObject();
+        JsonObject per = new JsonObject();
+        for (Map.Entry<String, IgniteEx> e : servers.entrySet())
+            per.add(e.getKey(), Observer.node(e.getValue(), entries));
+        o.add("nodes", per);
+        JsonArray down = new JsonArray();
+        if (setup != null) {
+            try (var dirs = java.nio.file.Files.list(setup.workDir)) {
+                dirs.map(p -> p.getFileName().toString())
+                    .filter(n -> n.matches("s\\d+") && !servers.containsKey(n))
+                    .sorted().forEach(down::add);
+            }
+        }
+        o.add("down", down);
+        if (client != null) {
+            o.add("baseline", baselineJson().get("baseline"));
+            o.add("txs", txs.all());
+        }
+        if (idleVerify)
+            o.add("idle_verify", idleVerify());
+        return o;
+    }
+
+    /** idle_verify waits for a checkpoint on every server: checkpoints are on for its duration. */
+    synchronized JsonObject idleVerify() throws Exception {
+        if (servers.isEmpty())
+            throw new IllegalArgumentException("no running server");
+        for (IgniteEx ig : servers.values())
+            db(ig).enableCheckpoints(true).get();
+        try {
+            return Observer.idleVerify(servers.values().iterator().next());
+        }
+        finally {
+            if (!setup.checkpoints) {
+                for (IgniteEx ig : servers.values())
+                    db(ig).enableCheckpoints(false).get();
+            }
+        }
+    }
+
+    /** At exit: every node stops, the client first. */
+    synchronized void stopAll() {
+        starting.values().forEach(f -> f.cancel(true));
+        Ignition.stopAll(true);
+        servers.clear();
+        client = null;
+        starter.shutdownNow();
+    }
+}

@@ -1,0 +1,156 @@
+package tidemark.ignite;
+
+import com.google.gson.JsonArray;
+import com.google.gson.JsonObject;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.ignite.cluster.ClusterNode;
+import org.apache.ignite.internal.IgniteEx;
+import org.apache.ignite.internal.management.cache.CacheIdleVerifyCommandArg;
+import org.apache.ignite.internal.management.cache.IdleVerifyResult;
+import org.apache.ignite.internal.management.cache.IdleVerifyTask;
+import org.apache.ignite.internal.processors.affinity.AffinityTopologyVersion;
+import org.apache.ignite.internal.processors.cache.CacheGroupContext;
+import org.apache.ignite.internal.processors.cache.CacheObjectContext;
+import org.apache.ignite.internal.processors.cache.PartitionUpdateCounter;
+import org.apache.ignite.internal.processors.cache.distributed.dht.topology.GridDhtLocalPartition;
+import org.apache.ignite.internal.processors.cache.persistence.CacheDataRow;
+import org.apache.ignite.internal.processors.cache.verify.PartitionHashRecord;
+import org.apache.ignite.internal.management.cache.PartitionKey;
+import org.apache.ignite.internal.util.lang.GridCursor;
+import org.apache.ignite.internal.util.typedef.internal.CU;
+import org.apache.ignite.internal.visor.VisorTaskArgument;
+import org.apache.ignite.internal.visor.VisorTaskResult;
+
+/** What the harness reports of a node: its view of the topology and each local partition (internal API). */
+final class Observer {
+    private Observer() {
+    }
+
+    static String version(AffinityTopologyVersion v) {
+        return v.topologyVersion() + "." + v.minorTopologyVersion();
+    }
+
+    static CacheGroupContext group(IgniteEx ig) {
+        return ig.context().cache().cacheGroup(CU.cacheId(ClusterSetup.CACHE));
+    }
+
+    /** One server: topology version, coordinator, partitions with counters, states and entries. */
+    static JsonObject node(IgniteEx ig, boolean entries) throws Exception {
+        JsonObject o = new JsonObject();
+        var exchange = ig.context().cache().context().exchange();
+        o.addProperty("topVer", version(exchange.readyAffinityVersion()));
+        o.addProperty("exchangeDone", exchange.lastTopologyFuture().isDone());
+        ClusterNode crd = ig.context().discovery().discoCache().oldestAliveServerNode();
+        o.addProperty("coordinator", crd == null ? null : String.valueOf(crd.consistentId()));
+        o.addProperty("order", ig.localNode().order());
+        CacheGroupContext grp = group(ig);
+        if (grp == null)
+            return o;
+        JsonArray lost = new JsonArray();
+        grp.topology().lostPartitions().stream().sorted().forEach(lost::add);
+        o.add("lost", lost);
+        o.addProperty("rebalanceDone", grp.preloader().rebalanceFuture().isDone());
+        JsonObject parts = new JsonObject();
+        CacheObjectContext coctx = grp.cacheObjectContext();
+        for (GridDhtLocalPartition part : grp.topology().localPartitions()) {
+            JsonObject p = new JsonObject();
+            p.addProperty("state", part.state().name());
+            PartitionUpdateCounter cntr = part.dataStore().partUpdateCounter();
+            if (cntr != null) {
+                p.addProperty("lwm", cntr.get());
+                p.addProperty("hwm", cntr.reserved());
+                p.addProperty("highest", cntr.highestAppliedCounter());
+                p.addProperty("initial", cntr.initial());
+                JsonArray gaps = new JsonArray();
+                for (long[] item : cntr) {
+                    JsonArray g = new JsonArray();
+                    g.add(item[0]);
+                    g.add(item[1]);
+                    gaps.add(g);
+                }
+                p.add("gaps", gaps);
+                p.addProperty("comparable", String.valueOf(cntr.comparableState()));
+            }
+            p.addProperty("size", part.fullSize());
+            if (entries)
+                p.add("entries", entries(part, coctx));
+            parts.add(String.valueOf(part.id()), p);
+        }
+        o.add("partitions", parts);
+        o.add("assignment", assignment(grp, exchange.readyAffinityVersion()));
+        return o;
+    }
+
+    private static JsonObject entries(GridDhtLocalPartition part, CacheObjectContext coctx) throws Exception {
+        Map<String, String> sorted = new TreeMap<>();
+        GridCursor<? extends CacheDataRow> cur = part.dataStore().cursor();
+        while (cur.next()) {
+            CacheDataRow row = cur.get();
+            Object key = row.key().value(coctx, false);
+            Object val = row.value() == null ? null : row.value().value(coctx, false);
+            sorted.put(String.valueOf(key), val == null ? null : String.valueOf(val));
+        }
+        JsonObject o = new JsonObject();
+        sorted.forEach(o::addProperty);
+        return o;
+    }
+
+    /** Per partition, the owners (primary first) this node's ready affinity gives. */
+    static JsonObject assignment(CacheGroupContext grp, AffinityTopologyVersion ver) {
+        JsonObject o = new JsonObject();
+        List<List<ClusterNode>> owners = grp.affinity().readyAssignments(ver);
+        for (int p = 0; p < owners.size(); p++) {
+            JsonArray a = new JsonArray();
+            owners.get(p).forEach(n -> a.add(String.valueOf(n.consistentId())));
+            o.add(String.valueOf(p), a);
+        }
+        return o;
+    }
+
+    /** control.sh --cache idle_verify, run as its task on `ig` over the whole cluster. */
+    static JsonObject idleVerify(IgniteEx ig) throws Exception {
+        CacheIdleVerifyCommandArg arg = new CacheIdleVerifyCommandArg();
+        arg.caches(new String[] {ClusterSetup.CACHE});
+        VisorTaskResult<IdleVerifyResult> answer = ig.compute(ig.cluster().forLocal()).execute(IdleVerifyTask.class,
+            new VisorTaskArgument<>(ig.localNode().id(), arg, false));
+        IdleVerifyResult res = answer.result();
+        JsonObject o = new JsonObject();
+        o.addProperty("hasConflicts", res.hasConflicts());
+        o.add("counterConflicts", records(res.counterConflicts()));
+        o.add("hashConflicts", records(res.hashConflicts()));
+        o.add("moving", records(res.movingPartitions()));
+        o.add("lost", records(res.lostPartitions()));
+        JsonArray errors = new JsonArray();
+        res.exceptions().forEach((n, e) -> errors.add(n.consistentId() + ": " + e));
+        o.add("exceptions", errors);
+        List<String> text = new ArrayList<>();
+        res.print(text::add, true);
+        o.addProperty("text", String.join("", text));
+        return o;
+    }
+
+    private static JsonObject records(Map<PartitionKey, List<PartitionHashRecord>> map) {
+        JsonObject o = new JsonObject();
+        map.forEach((key, recs) -> o.add(String.valueOf(key.partitionId()), records(recs)));
+        return o;
+    }
+
+    private static JsonArray records(Collection<PartitionHashRecord> recs) {
+        JsonArray a = new JsonArray();
+        for (PartitionHashRecord r : recs) {
+            JsonObject o = new JsonObject();
+            o.addProperty("node", String.valueOf(r.consistentId()));
+            o.addProperty("primary", r.isPrimary());
+            o.addProperty("updateCounter", String.valueOf(r.updateCounter()));
+            o.addProperty("size", r.size());
+            o.addProperty("hash", r.partitionHash());
+            o.addProperty("state", String.valueOf(r.partitionState()));
+            a.add(o);
+        }
+        return a;
+    }
+}

@@ -1,0 +1,151 @@
+package tidemark.ignite;
+
+import com.google.gson.JsonObject;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.ignite.IgniteCache;
+import org.apache.ignite.internal.IgniteEx;
+import org.apache.ignite.internal.processors.cache.transactions.TransactionProxyImpl;
+import org.apache.ignite.transactions.Transaction;
+import org.apache.ignite.transactions.TransactionConcurrency;
+import org.apache.ignite.transactions.TransactionIsolation;
+
+/**
+ * The client's transactions, one thread each (Ignite binds a transaction to its thread). Every phase is
+ * submitted to that thread and returns at once or after a short wait: a held message may keep a phase
+ * pending until the test releases it.
+ */
+final class Txs {
+    /** One pessimistic transaction and its thread. */
+    private static final class Tx {
+        final ExecutorService thread;
+        Transaction tx;
+        Future<?> last;
+        String phase = "started";
+        String error;
+
+        Tx(String name) {
+            thread = Executors.newSingleThreadExecutor(r -> {
+                Thread t = new Thread(r, "tx-" + name);
+                t.setDaemon(true);
+                return t;
+            });
+        }
+    }
+
+    private final Map<String, Tx> txs = new LinkedHashMap<>();
+    private final MessageControl control;
+
+    Txs(MessageControl control) {
+        this.control = control;
+    }
+
+    /** TxStart + Lock: begin on the client, write the keys (pessimistic: locks taken on the primaries). */
+    synchronized JsonObject begin(IgniteEx client, String name, Map<Integer, String> writes, long waitMs) {
+        if (txs.containsKey(name))
+            throw new IllegalArgumentException("transaction " + name + " already exists");
+        Tx t = new Tx(name);
+        txs.put(name, t);
+        IgniteCache<Integer, String> cache = client.cache(ClusterSetup.CACHE);
+        t.last = t.thread.submit(() -> {
+            t.tx = client.transactions().txStart(TransactionConcurrency.PESSIMISTIC,
+                TransactionIsolation.REPEATABLE_READ);
+            control.nameTx(((TransactionProxyImpl<?, ?>)t.tx).tx().nearXidVersion(), name);
+            for (Map.Entry<Integer, String> e : writes.entrySet())
+                cache.put(e.getKey(), e.getValue());
+            t.phase = "locked";
+            return null;
+        });
+        return await(name, t, waitMs);
+    }
+
+    /** TxPrepare: the near prepare (the primary reserves counters and prepares the backups). */
+    synchronized JsonObject prepare(String name, long waitMs) {
+        Tx t = get(name);
+        t.last = t.thread.submit(() -> {
+            ((TransactionProxyImpl<?, ?>)t.tx).tx().prepareNearTxLocal().get();
+            t.phase = "prepared";
+            return null;
+        });
+        return await(name, t, waitMs);
+    }
+
+    /** TxCommit: commit (prepares first if not prepared yet). */
+    synchronized JsonObject commit(String name, long waitMs) {
+        Tx t = get(name);
+        t.last = t.thread.submit(() -> {
+            t.tx.commit();
+            t.phase = "committed";
+            return null;
+        });
+        return await(name, t, waitMs);
+    }
+
+    /** TxRollback. */
+    synchronized JsonObject rollback(String name, long waitMs) {
+        Tx t = get(name);
+        t.last = t.thread.submit(() -> {
+            t.tx.rollback();
+            t.phase = "rolledBack";
+            return null;
+        });
+        return await(name, t, waitMs);
+    }
+
+    /** Waits for the transaction's last phase. */
+    synchronized JsonObject await(String name, long waitMs) {
+        return await(name, get(name), waitMs);
+    }
+
+    private Tx get(String name) {
+        Tx t = txs.get(name);
+        if (t == null)
+            throw new IllegalArgumentException("no transaction " + name);
+        if (t.error != null)
+            throw new IllegalStateException("transaction " + name + " failed: " + t.error);
+        return t;
+    }
+
+    private JsonObject await(String name, Tx t, long waitMs) {
+        try {
+            t.last.get(waitMs, TimeUnit.MILLISECONDS);
+        }
+        catch (TimeoutException e) {
+            // Still pending: a held message keeps it waiting.
+        }
+        catch (Exception e) {
+            Throwable cause = e.getCause() != null ? e.getCause() : e;
+            t.error = cause.getClass().getSimpleName() + ": " + cause.getMessage();
+            t.phase = "failed";
+        }
+        return json(name, t);
+    }
+
+    private static JsonObject json(String name, Tx t) {
+        JsonObject o = new JsonObject();
+        o.addProperty("tx", name);
+        o.addProperty("phase", t.phase);
+        o.addProperty("done", t.last.isDone());
+        if (t.tx != null)
+            o.addProperty("state", String.valueOf(t.tx.state()));
+        if (t.error != null)
+            o.addProperty("error", t.error);
+        return o;
+    }
+
+    synchronized JsonObject all() {
+        JsonObject o = new JsonObject();
+        txs.forEach((name, t) -> o.add(name, json(name, t)));
+        return o;
+    }
+
+    synchronized void shutdown() {
+        txs.values().forEach(t -> t.thread.shutdownNow());
+        txs.clear();
+    }
+}
