@@ -21,6 +21,8 @@ import org.apache.ignite.spi.discovery.tcp.ipfinder.vm.TcpDiscoveryVmIpFinder;
 /** The cluster's configuration, from the "start" command, and the IgniteConfiguration of each node. */
 final class ClusterSetup {
     static final String CACHE = "tidemark";
+    /** Checkpoints by timer: practically never, so a failed node restarts from its WAL (forced ones still run). */
+    static final long CHECKPOINT_FREQUENCY_MS = 3_600_000;
     /** Ports per harness: discovery at base..base+19, communication at base+20..base+39. */
     static final int PORT_RANGE = 20;
 
@@ -41,7 +43,7 @@ final class ClusterSetup {
         backups = Json.intOr(args, "backups", count - 1);
         walRebalanceThreshold = args.has("wal_rebalance_threshold") ? args.get("wal_rebalance_threshold").getAsInt() : null;
         lossPolicy = PartitionLossPolicy.valueOf(Json.strOr(args, "loss_policy", "READ_WRITE_SAFE"));
-        checkpoints = Json.boolOr(args, "checkpoints", false);
+        checkpoints = Json.boolOr(args, "checkpoints", true);
         basePort = Json.intOr(args, "base_port", 47500);
         this.workDir = workDir;
         if (partitions < 1 || partitions > 65000 || backups < 0 || count < 1 || count > PORT_RANGE - 2)
@@ -73,7 +75,7 @@ final class ClusterSetup {
             .setWalMode(WALMode.LOG_ONLY)
             .setWalSegmentSize(1 << 20)
             .setWalSegments(4)
-            .setCheckpointFrequency(3_600_000)
+            .setCheckpointFrequency(CHECKPOINT_FREQUENCY_MS)
             .setDefaultDataRegionConfiguration(new DataRegionConfiguration()
                 .setPersistenceEnabled(true)
                 .setInitialSize(32L << 20)

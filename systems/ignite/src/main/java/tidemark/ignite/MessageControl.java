@@ -14,6 +14,7 @@ import org.apache.ignite.internal.processors.cache.distributed.dht.preloader.Gri
 import org.apache.ignite.internal.processors.cache.distributed.dht.preloader.IgniteDhtDemandedPartitionsMap;
 import org.apache.ignite.internal.processors.cache.distributed.near.GridNearTxPrepareRequest;
 import org.apache.ignite.internal.processors.cache.version.GridCacheVersion;
+import org.apache.ignite.internal.util.typedef.internal.CU;
 import org.apache.ignite.plugin.extensions.communication.Message;
 
 /**
@@ -81,8 +82,11 @@ final class MessageControl {
         String type = msg.getClass().getSimpleName();
         String tx = txOf(msg);
         synchronized (this) {
-            if (msg instanceof GridDhtPartitionDemandMessage && !((GridDhtPartitionDemandMessage)msg).partitions().isEmpty())
-                demands.add(demandJson(from, to, (GridDhtPartitionDemandMessage)msg));
+            if (msg instanceof GridDhtPartitionDemandMessage) {
+                GridDhtPartitionDemandMessage demand = (GridDhtPartitionDemandMessage)msg;
+                if (demand.groupId() == CU.cacheId(ClusterSetup.CACHE) && !demand.partitions().isEmpty())
+                    demands.add(demandJson(from, to, demand));
+            }
             for (Rule rule : rules) {
                 if (!rule.matches(type, from, to, tx))
                     continue;
@@ -126,7 +130,7 @@ final class MessageControl {
         JsonObject o = new JsonObject();
         o.addProperty("demander", from);
         o.addProperty("supplier", to);
-        o.addProperty("topVer", String.valueOf(msg.topologyVersion()));
+        o.addProperty("topVer", Observer.version(msg.topologyVersion()));
         IgniteDhtDemandedPartitionsMap parts = msg.partitions();
         JsonArray hist = new JsonArray();
         CachePartitionPartialCountersMap map = parts.historicalMap();
