@@ -155,11 +155,187 @@ def coordinator(h: IgniteHarness) -> Record:
     return r.record
 
 
+def roles(obs: Observation | None, part: int = 0) -> list[str]:
+    """The owners of `part` in the ready assignment, primary first."""
+    assert obs is not None
+    return list(next(iter(obs.nodes.values())).assignment[part])
+
+
+# --- b. a rolled-back counter range reused after two failures -------------------------------------------
+
+
+def rollback_reuse(h: IgniteHarness) -> Record:
+    """3 servers, 2 backups. t1 (keys 2, 3: counters 3..4) is prepared everywhere and rolled back by the client;
+    backup B1 applies the rollback, B2 has not received it when the primary and then B1 fail. Does the
+    survivor hand out 3..4 again to t2, and does B1, back with LWM 4 from its rollback record, miss t2?"""
+    r = Run(h, "rollback-range-reused")
+    h.start(3, partitions=1, backups=2)
+    first = r.step("put keys 0, 1", lambda: h.call("put", writes={"0": "a0", "1": "a1"}))
+    primary, b1, b2 = roles(first)
+    r.record["roles"] = {"primary": primary, "B1": b1, "B2": b2}
+    r.step("TxStart t1 keys 2, 3", lambda: h.step("TxStart", tx="t1", keys={2: "t1", 3: "t1"}))
+    r.step("TxPrepare t1", lambda: h.step("TxPrepare", tx="t1"))
+    h.hold_step("BackupRollback", tx="t1", node=b2)
+    r.step("TxRollback t1 (finish to B2 held)", lambda: h.step("TxRollback", tx="t1", wait_ms=2000))
+    r.step(f"NodeFail {primary} (primary)", lambda: h.step("NodeFail", node=primary))
+    r.step(f"NodeFail {b1} (B1)", lambda: h.step("NodeFail", node=b1))
+    survivor = r.step("exchanges done", lambda: h.await_exchange())
+    r.log("recovery", r"recover|Recover|finalize|rollback|Rollback", 20)
+    r.step("TxStart t2 keys 2, 3", lambda: h.step("TxStart", tx="t2", keys={2: "t2", 3: "t2"}))
+    after_t2 = r.step("TxCommit t2", lambda: h.step("TxCommit", tx="t2"))
+    r.step(f"Restart {b1} (joins)", lambda: h.step("Restart", node=b1))
+    r.step(f"Restart {primary} (joins)", lambda: h.step("Restart", node=primary))
+    final = r.step("rebalanced", lambda: h.await_rebalance())
+    verdict = h.idle_verify()
+    r.record["idle_verify"] = verdict.text
+    r.record["demands"] = [d.model_dump(by_alias=True) for d in h.demands()]
+    s2 = survivor.copy_of(b2) if survivor else None
+    t2 = after_t2.copy_of(b2) if after_t2 else None
+    r.check("survivor LWM 2 after the node-left exchanges", s2 is not None and s2.lwm == 2)
+    r.check("t2 took counters 3..4 again", t2 is not None and t2.lwm == 4)
+    r.check("B1 has t2's keys at the end", entries(final, b1).get(2) == "t2" and entries(final, b1).get(3) == "t2")
+    r.check("idle_verify clean", not verdict.has_conflicts)
+    r.log("end", r"inconsisten|Partition states validation|conflict|Starting rebalance routine", 20)
+    return r.record
+
+
+# --- c. a join exchange meets a node-left: is the rejoining copy's hole finalized? ----------------------
+
+
+def join_with_left(h: IgniteHarness) -> Record:
+    """3 servers, 2 backups. B2 commits t2 (counter 4) but not t1 (counter 3): a hole. B2 fails, restarts with
+    the hole and joins; its single message of the join exchange is held, and another server F fails before
+    the exchange completes. Does the exchange finalize B2's hole (leaving it OWNING without t1's update), or
+    is B2 demoted and rebalanced?"""
+    r = Run(h, "join-merged-with-left")
+    h.start(3, partitions=1, backups=2)
+    first = r.step("put keys 0, 1", lambda: h.call("put", writes={"0": "a0", "1": "a1"}))
+    primary, b1, b2 = roles(first)
+    r.record["roles"] = {"primary": primary, "B1": b1, "B2": b2}
+    h.hold_step("BackupCommit", tx="t1", node=b2)
+    r.step("TxStart t1 key 2", lambda: h.step("TxStart", tx="t1", keys={2: "t1"}))
+    r.step("TxCommit t1 (finish to B2 held)", lambda: h.step("TxCommit", tx="t1", wait_ms=2000))
+    r.step("TxStart t2 key 3", lambda: h.step("TxStart", tx="t2", keys={3: "t2"}))
+    r.step("TxCommit t2", lambda: h.step("TxCommit", tx="t2"))
+    r.step(f"NodeFail {b2} (B2, with the hole)", lambda: h.step("NodeFail", node=b2))
+    r.step("exchange done", lambda: h.await_exchange())
+    crd = next(iter(h.observe().nodes.values())).coordinator
+    f = b1 if b1 != crd else primary
+    r.record["roles"].update(coordinator=crd, F=f)
+    h.block("GridDhtPartitionsSingleMessage", sender=b2)
+    r.step(f"Restart {b2} (join exchange; its single message held)", lambda: h.step("Restart", node=b2, wait_ms=3000))
+    r.step("single message held", lambda: h.call("await_held", type="GridDhtPartitionsSingleMessage", wait_ms=20000))
+    r.step(f"NodeFail {f} (during the join exchange)", lambda: h.step("NodeFail", node=f))
+    h.call("unblock")
+    r.step("release the single messages", lambda: h.release(type="GridDhtPartitionsSingleMessage"), observe=False)
+    r.step("B2 started", lambda: h.call("await_start", node=b2, wait_ms=60000))
+    final = r.step("rebalanced", lambda: h.await_rebalance())
+    verdict = h.idle_verify()
+    r.record["idle_verify"] = verdict.text
+    r.record["demands"] = [d.model_dump(by_alias=True) for d in h.demands()]
+    r.check("B2 has t1's key 2", entries(final, b2).get(2) == "t1")
+    r.check("B2 was rebalanced", any(d.demander == b2 for d in h.demands()))
+    r.check("idle_verify clean", not verdict.has_conflicts)
+    r.log("exchange", r"[Mm]erg|finishExchangeOnCoordinator|Starting rebalance routine|inconsisten", 30)
+    return r.record
+
+
+# --- d. MOVING -> RENTING -> MOVING --------------------------------------------------------------------
+
+
+def renting_again(h: IgniteHarness) -> Record:
+    """3 servers, 1 backup; partition 0's owners are two of them, X has no copy. One owner O2 fails and the
+    baseline becomes {X, O1}: X gets a new MOVING copy, its supply held. Keys 4, 5 are written. O2 restarts
+    and the baseline becomes all three (X leaves the assignment: RENTING), then {X, O1} again (X assigned
+    again). With which counter does X's copy come back, and does it get every entry?"""
+    r = Run(h, "moving-renting-moving")
+    h.start(3, partitions=1, backups=1)
+    first = r.step("put keys 0..3", lambda: h.call("put", writes={str(k): f"a{k}" for k in range(4)}))
+    o1, o2 = roles(first)
+    x = next(n for n in ("s1", "s2", "s3") if n not in (o1, o2))
+    r.record["roles"] = {"O1": o1, "O2": o2, "X": x}
+    r.step(f"NodeFail {o2}", lambda: h.step("NodeFail", node=o2))
+    h.await_exchange()
+    h.block("GridDhtPartitionSupplyMessage", to=x)
+    r.step(f"BaselineChange {{{x}, {o1}}}", lambda: h.step("BaselineChange", nodes=[x, o1]))
+    r.step("exchange done", lambda: h.await_exchange())
+    r.step("put keys 4, 5", lambda: h.call("put", writes={"4": "a4", "5": "a5"}))
+    r.step(f"Restart {o2}", lambda: h.step("Restart", node=o2))
+    r.step("BaselineChange all three", lambda: h.step("BaselineChange", nodes=[x, o1, o2]))
+    r.step("exchange done", lambda: h.await_exchange())
+    r.step(f"BaselineChange {{{x}, {o1}}} again", lambda: h.step("BaselineChange", nodes=[x, o1]))
+    r.step("exchange done", lambda: h.await_exchange())
+    h.call("unblock")
+    r.step("release supplies to X", lambda: h.release(type="GridDhtPartitionSupplyMessage"), observe=False)
+    final = r.step("rebalanced", lambda: h.await_rebalance())
+    verdict = h.idle_verify()
+    r.record["idle_verify"] = verdict.text
+    r.record["demands"] = [d.model_dump(by_alias=True) for d in h.demands()]
+    r.check("X has all six keys", sorted(entries(final, x)) == list(range(6)))
+    r.check("idle_verify clean", not verdict.has_conflicts)
+    r.log("states", r"RENTING|renting|evict|Starting rebalance routine|clear", 40)
+    return r.record
+
+
+# --- f. all owners fail mid-commit, then the cluster is reactivated --------------------------------------
+
+
+def all_owners_fail(h: IgniteHarness) -> Record:
+    """3 servers, 1 backup: P and B own partition 0, X has no copy. t1 (key 2, counter 3) commits on P; the
+    finish to B is held and B's recovery requests dropped. P fails, then B: X alone, the partition LOST. Then
+    B, then P restart and join; then a total outage and reactivation; then the lost partitions are reset."""
+    r = Run(h, "all-owners-fail")
+    h.start(3, partitions=1, backups=1)
+    first = r.step("put keys 0, 1", lambda: h.call("put", writes={"0": "a0", "1": "a1"}))
+    p, b = roles(first)
+    x = next(n for n in ("s1", "s2", "s3") if n not in (p, b))
+    r.record["roles"] = {"P": p, "B": b, "X": x}
+    h.hold_step("BackupCommit", tx="t1", node=b)
+    h.block("GridCacheTxRecoveryRequest", sender=b, drop=True)
+    r.step("TxStart t1 key 2", lambda: h.step("TxStart", tx="t1", keys={2: "t1"}))
+    r.step("TxCommit t1 (finish to B held)", lambda: h.step("TxCommit", tx="t1", wait_ms=2000))
+    r.step(f"NodeFail {p} (P)", lambda: h.step("NodeFail", node=p))
+    r.step(f"NodeFail {b} (B)", lambda: h.step("NodeFail", node=b))
+    lost = r.step("exchanges done", lambda: h.await_exchange())
+    r.step(f"Restart {b}", lambda: h.step("Restart", node=b))
+    r.step(f"Restart {p}", lambda: h.step("Restart", node=p))
+    back = r.step("exchanges done", lambda: h.await_rebalance(20_000))
+    r.log("lost", r"[Ll]ost|LOST|inconsisten|validation", 20)
+    r.step("outage", lambda: h.call("outage"))
+    for n in (x, b, p):
+        r.step(f"Restart {n}", lambda n=n: h.step("Restart", node=n, wait_ms=2000), observe=False)
+    for n in (x, b, p):
+        h.call("await_start", node=n, wait_ms=60_000)
+    reactivated = r.step("activate", lambda: h.call("activate"))
+    r.log("reactivation", r"[Ll]ost|LOST|inconsisten|validation|Failed to update", 30)
+    h.await_rebalance(20_000)
+    reset = r.step("reset lost partitions", lambda: h.call("reset_lost"))
+    final = r.step("rebalanced", lambda: h.await_rebalance(30_000))
+    verdict = h.idle_verify()
+    r.record["idle_verify"] = verdict.text
+    r.record["demands"] = [d.model_dump(by_alias=True) for d in h.demands()]
+    r.record["lost"] = {
+        label: {n: list(v.lost) for n, v in o.nodes.items()}
+        for label, o in (("after both failed", lost), ("owners back", back), ("reactivated", reactivated),
+                         ("reset", reset), ("final", final)) if o
+    }
+    r.check("LOST after both owners failed", bool(lost and lost.nodes[x].lost))
+    r.check("t1's key 2 on every copy at the end", all(
+        entries(final, n).get(2) == "t1" for n in (p, b) if final and final.copy_of(n)))
+    r.check("idle_verify clean", not verdict.has_conflicts)
+    r.log("end", r"[Ll]ost|inconsisten|validation|Starting rebalance routine|Failed to update", 30)
+    return r.record
+
+
 FINDINGS: dict[str, Callable[[IgniteHarness], Record]] = {
     "key-zero-full-rebalance": key_zero,
     "wal-threshold-equal": lambda h: threshold(h, 4),
     "wal-threshold-below": lambda h: threshold(h, 3),
     "coordinator-after-restart": coordinator,
+    "rollback-range-reused": rollback_reuse,
+    "join-merged-with-left": join_with_left,
+    "moving-renting-moving": renting_again,
+    "all-owners-fail": all_owners_fail,
 }
 
 

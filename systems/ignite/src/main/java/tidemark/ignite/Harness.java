@@ -193,6 +193,9 @@ public final class Harness {
                 return nodes.baseline(c.has("nodes") ? Json.strings(c, "nodes") : null);
             case "checkpoint":
                 return nodes.checkpoint(c.has("nodes") ? Json.strings(c, "nodes") : null);
+            case "reset_lost":
+                nodes.client().resetLostPartitions(List.of(ClusterSetup.CACHE));
+                return nodes.awaitExchange(Json.longOr(c, "timeout_ms", 30_000));
             case "outage":
                 return nodes.outage();
             case "activate":
