@@ -367,7 +367,7 @@ class IgniteHarness:
         checkpoints: bool = True,
     ) -> dict[str, Any]:
         """Servers s1..sN and client c1, persistence on, cache `tidemark` (TRANSACTIONAL, FULL_SYNC), active,
-        baseline = the servers. Checkpoints run only when forced (and before a rebalanced copy turns OWNING); a
+        baseline = the servers. Checkpoints run only when forced (and before a rebalanced copy owns); a
         failed server has them disabled just before it stops. `checkpoints` False disables them everywhere."""
         args: dict[str, Any] = {
             "servers": servers,
@@ -467,3 +467,59 @@ STEP_NAMES: Final = frozenset(
     | {"Checkpoint", "AwaitExchange", "AwaitRebalance"}
     | set(MESSAGE_STEPS)
 )
+
+
+class AffinityOracle:
+    """Ignite's own RendezvousAffinityFunction in a JVM (the harness in --affinity mode), for comparisons:
+    `ask(request)` sends one case set (see Affinity.java) and returns its assignment and key partitions."""
+
+    def __init__(self, version: str = DEFAULT_VERSION) -> None:
+        target = build_harness(version)
+        classpath = f"{target / 'harness.jar'}{os.pathsep}{target / 'lib' / '*'}"
+        cmd = ["java", *jvm_options(), "-cp", classpath, "tidemark.ignite.Harness", "--affinity"]
+        try:
+            self._proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+                preexec_fn=_pdeathsig,
+            )
+        except OSError as e:
+            raise IgniteError(f"cannot start java: {e}") from e
+
+    def __enter__(self) -> AffinityOracle:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def ask(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        try:
+            self._proc.stdin.write(json.dumps(request) + "\n")
+            self._proc.stdin.flush()
+            line = self._proc.stdout.readline()
+        except OSError as e:
+            raise IgniteError(f"the affinity JVM is gone: {e}") from e
+        if not line:
+            raise IgniteError("the affinity JVM exited")
+        answer: dict[str, Any] = json.loads(line)
+        if not answer.get("ok"):
+            raise IgniteError(f"Ignite's affinity failed: {answer.get('error')}")
+        result: dict[str, Any] = answer["result"]
+        return result
+
+    def close(self) -> None:
+        if self._proc.stdin:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        if self._proc.stdout:
+            self._proc.stdout.close()
