@@ -93,6 +93,7 @@ def random_case_set(rng: random.Random, keys: int) -> CaseSet:
         "nodes": [
             {
                 "id": str(nd.consistent_id),
+                "uuidId": isinstance(nd.consistent_id, uuid.UUID),
                 "uuid": str(nd.node_id),
                 "host": nd.host,
                 "attrs": dict(nd.attributes),

@@ -27,7 +27,7 @@ import org.apache.ignite.spi.discovery.tcp.internal.TcpDiscoveryNode;
  * Ignite's own RendezvousAffinityFunction, no cluster: one JSON line per case set in, one answer out.
  *
  * In: {"partitions", "backups", "exclNeighbors", "filter": attribute names or null,
- *      "nodes": [{"id": consistent id, "uuid": node id, "host": neighbour group or null, "attrs": {...}}],
+ *      "nodes": [{"id": consistent id, "uuidId": whether it is a UUID, "uuid": node id, "host": neighbour group or null, "attrs": {...}}],
  *      "keys": [{"t": "int"|"long"|"string"|"uuid", "v": value}]}.
  * Out: {"assignment": per partition the node indices, primary first; "parts": each key's partition}.
  */
@@ -77,8 +77,10 @@ final class Affinity {
         for (JsonElement e : req.getAsJsonArray("nodes")) {
             JsonObject n = e.getAsJsonObject();
             UUID id = UUID.fromString(n.get("uuid").getAsString());
+            String cid = n.get("id").getAsString();
+            // A consistent id is a String or a UUID; their hash codes differ, and so does the placement.
             TcpDiscoveryNode node = new TcpDiscoveryNode(id, List.of("127.0.0.1"), List.of(), 0, NO_METRICS, ver,
-                n.get("id").getAsString());
+                Json.boolOr(n, "uuidId", false) ? UUID.fromString(cid) : cid);
             Map<String, Object> attrs = new HashMap<>();
             if (n.has("attrs"))
                 n.getAsJsonObject("attrs").entrySet().forEach(a -> attrs.put(a.getKey(), a.getValue().getAsString()));
