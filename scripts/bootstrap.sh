@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Prepares a machine for tidemark: a project virtualenv with the project installed, Java >= 17, and
-# chromium (the test suite renders the HTML report in it).
+# Prepares a machine for tidemark: a project virtualenv with the project installed, Java >= 17, Maven and
+# the real-Ignite harness built with it, and chromium (the test suite renders the HTML report in it).
 # Idempotent and quick when nothing changed (the install is keyed on pyproject.toml's hash).
 set -euo pipefail
 
@@ -69,6 +69,35 @@ ensure_venv() {
     fi
 }
 
+ensure_maven() {
+    # The real-Ignite harness (systems/ignite) is a Maven module.
+    if command -v mvn >/dev/null 2>&1; then
+        return
+    fi
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+        echo "bootstrap: Maven not found; installing it with apt-get" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null
+        if command -v mvn >/dev/null 2>&1; then
+            return
+        fi
+    fi
+    echo "bootstrap: tidemark needs Maven (mvn) to build the Ignite harness; install it (apt-get install maven)." >&2
+    exit 3
+}
+
+build_ignite_harness() {
+    # Skipped when the jar is newer than the module's sources; Maven's repository is .cache/m2, so only the
+    # first build downloads (Ignite and its dependencies from Maven Central).
+    "$venv/bin/python" -c 'import sys; from conformance.systems.ignite import build_harness, IgniteError
+try:
+    build_harness()
+except IgniteError as e:
+    sys.exit(f"bootstrap: {e.describe()}")' || exit 3
+}
+
 ensure_java
+ensure_maven
 ensure_chromium
 ensure_venv
+build_ignite_harness
