@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conformance.systems.affinity_check import compare, random_case_set  # noqa: E402
-from conformance.systems.ignite import DEFAULT_VERSION, AffinityOracle  # noqa: E402
+from conformance.systems.affinity_check import compare, random_case_set
+from conformance.systems.ignite import DEFAULT_VERSION, AffinityOracle
 
 
 def main() -> int:
@@ -47,7 +47,9 @@ def main() -> int:
             done += case.cases
             sets += 1
     print(f"cases: {done:,} in {sets:,} case sets (seed {args.seed}, Ignite {args.ignite_version})")
-    print(f"ignite (JVM incl. JSON): {done / ignite_s:,.0f} cases/s; tidemark: {done / tidemark_s:,.0f} cases/s")
+    print(
+        f"ignite (JVM incl. JSON): {done / ignite_s:,.0f} cases/s; tidemark: {done / tidemark_s:,.0f} cases/s"
+    )
     print(f"differences: {len(differences)}")
     for d in differences[:50]:
         print("  " + d)
