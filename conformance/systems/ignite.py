@@ -171,6 +171,19 @@ def _pdeathsig() -> None:  # pragma: no cover - runs in the child between fork a
     libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """End of input stops a harness JVM; after 30 s it is killed."""
+    try:
+        if proc.stdin:
+            proc.stdin.close()
+        proc.wait(30)
+    except (OSError, subprocess.TimeoutExpired):
+        proc.kill()
+        proc.wait()
+    if proc.stdout:
+        proc.stdout.close()
+
+
 def _newest(paths: Iterator[Path]) -> float:
     return max((p.stat().st_mtime for p in paths), default=0.0)
 
@@ -338,15 +351,7 @@ class IgniteHarness:
         """Stop the JVM (end of input, then kill after 30 s) and remove the work directory."""
         proc, self._proc = self._proc, None
         if proc is not None:
-            try:
-                if proc.stdin:
-                    proc.stdin.close()
-                proc.wait(30)
-            except (OSError, subprocess.TimeoutExpired):
-                proc.kill()
-                proc.wait()
-            if proc.stdout:
-                proc.stdout.close()
+            _stop(proc)
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
@@ -514,12 +519,4 @@ class AffinityOracle:
         return result
 
     def close(self) -> None:
-        if self._proc.stdin:
-            self._proc.stdin.close()
-        try:
-            self._proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-        if self._proc.stdout:
-            self._proc.stdout.close()
+        _stop(self._proc)

@@ -64,37 +64,34 @@ final class Txs {
         return await(name, t, waitMs);
     }
 
-    /** TxPrepare: the near prepare (the primary reserves counters and prepares the backups). */
-    synchronized JsonObject prepare(String name, long waitMs) {
+    /** A step run on the transaction's thread; `phase` is its name once done. */
+    private interface Step {
+        void run(Transaction tx) throws Exception;
+    }
+
+    private JsonObject phase(String name, String phase, Step step, long waitMs) {
         Tx t = get(name);
         t.last = t.thread.submit(() -> {
-            ((TransactionProxyImpl<?, ?>)t.tx).tx().prepareNearTxLocal().get();
-            t.phase = "prepared";
+            step.run(t.tx);
+            t.phase = phase;
             return null;
         });
         return await(name, t, waitMs);
+    }
+
+    /** TxPrepare: the near prepare (the primary reserves counters and prepares the backups). */
+    synchronized JsonObject prepare(String name, long waitMs) {
+        return phase(name, "prepared", tx -> ((TransactionProxyImpl<?, ?>)tx).tx().prepareNearTxLocal().get(), waitMs);
     }
 
     /** TxCommit: commit (prepares first if not prepared yet). */
     synchronized JsonObject commit(String name, long waitMs) {
-        Tx t = get(name);
-        t.last = t.thread.submit(() -> {
-            t.tx.commit();
-            t.phase = "committed";
-            return null;
-        });
-        return await(name, t, waitMs);
+        return phase(name, "committed", Transaction::commit, waitMs);
     }
 
     /** TxRollback. */
     synchronized JsonObject rollback(String name, long waitMs) {
-        Tx t = get(name);
-        t.last = t.thread.submit(() -> {
-            t.tx.rollback();
-            t.phase = "rolledBack";
-            return null;
-        });
-        return await(name, t, waitMs);
+        return phase(name, "rolledBack", Transaction::rollback, waitMs);
     }
 
     /** Waits for the transaction's last phase. */
