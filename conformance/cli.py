@@ -304,18 +304,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_scenario(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from conformance.scenario import (
-        DEFAULT_OUT,
+    from conformance.scenarios import (
         load_scenario,
+        output_paths,
         run_scenario,
         scenario_summary,
         timeline_table,
         write_outputs,
     )
 
-    scenario, config = load_scenario(args.file)
-    result = run_scenario(scenario, config)
-    diagram, page = write_outputs(result, args.out or DEFAULT_OUT / f"{scenario.name}.mmd")
+    scenario = load_scenario(args.file)
+    target = output_paths(args.out, scenario.name)[0]  # checked before the run
+    result = run_scenario(scenario)
+    diagram, page = write_outputs(result, target)
     if args.json:
         print(json.dumps({**scenario_summary(result), "diagram": str(diagram), "page": str(page)}))
         return 0 if result.passed else 1
@@ -543,7 +544,8 @@ def build_parser() -> argparse.ArgumentParser:
     scenario.add_argument(
         "--out",
         type=Path,
-        help="the Mermaid diagram (default reports/scenarios/NAME.mmd; the page beside it)",
+        help="X.mmd or X.html: the Mermaid diagram is written to X.mmd and the timeline page to X.html "
+        "(default reports/scenarios/NAME.mmd)",
     )
     scenario.add_argument("--json", action="store_true", help="print one JSON object")
     scenario.set_defaults(run=cmd_scenario)

@@ -16,17 +16,10 @@ from conftest import headless_chromium
 from conformance.cli import main
 from conformance.errors import TidemarkError
 from conformance.mutants import CLUSTER_COUNTERS, COUNTER_MUTANTS
-from conformance.scenario import (
-    SCHEMA_PATH,
-    STEP_MODELS,
-    CounterName,
-    ScenarioResult,
-    load_scenario,
-    mermaid_diagram,
-    run_scenario,
-    schema_text,
-    write_outputs,
-)
+from conformance.scenarios import load_scenario, run_scenario, write_outputs
+from conformance.scenarios.format import SCHEMA_PATH, STEP_MODELS, CounterName, schema_text
+from conformance.scenarios.result import ScenarioResult
+from conformance.scenarios.views.diagram import mermaid_diagram
 from impl.cluster import STEPS
 from impl.pme import PME_STEPS
 
@@ -37,7 +30,7 @@ ALL_KEYS = {"1": "v1", "2": "v2", "3": "v3", "4": "v4", "5": "v5"}
 
 
 def _run(path: Path) -> ScenarioResult:
-    return run_scenario(*load_scenario(path))
+    return run_scenario(load_scenario(path))
 
 
 def _write(tmp_path: Path, data: dict[str, Any], name: str = "scenario.json") -> Path:
@@ -101,8 +94,8 @@ def test_without_tracking_the_restarted_primary_looks_complete_but_lost_updates(
 
 
 def test_the_same_schedule_with_tracking_keeps_the_gap_and_fails_the_loss_expectations() -> None:
-    scenario, config = load_scenario(NO_TRACKING)
-    tracked = run_scenario(scenario.model_copy(update={"counter": "tracking"}), config)
+    scenario = load_scenario(NO_TRACKING)
+    tracked = run_scenario(scenario.model_copy(update={"counter": "tracking"}))
     s1 = tracked.nodes["s1"]
     assert (s1.counters[0].lwm, s1.counters[0].items) == (0, [(3, 2)])
     assert s1.partitions == {0: "MOVING"}
@@ -121,7 +114,7 @@ def test_the_same_schedule_with_tracking_keeps_the_gap_and_fails_the_loss_expect
 
 
 def test_the_schema_file_is_generated_from_the_model() -> None:
-    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), "run: python -m conformance.scenario"
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), "run: python -m conformance.scenarios"
 
 
 def test_the_step_models_take_exactly_the_steps_and_parameters_of_both_protocols() -> None:

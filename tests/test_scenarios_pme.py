@@ -16,15 +16,10 @@ from test_scenario import _drop, _mermaid_structure, _run, _set, _write
 
 from conformance.cli import main
 from conformance.errors import TidemarkError
-from conformance.scenario import (
-    EventName,
-    MessageEvent,
-    ScenarioResult,
-    load_scenario,
-    mermaid_diagram,
-    run_scenario,
-    write_outputs,
-)
+from conformance.scenarios import load_scenario, run_scenario, write_outputs
+from conformance.scenarios.format import EventName
+from conformance.scenarios.result import MessageEvent, ScenarioResult
+from conformance.scenarios.views.diagram import mermaid_diagram
 from impl.pme import Event
 
 FIGURE1 = Path("scenarios/figure1-backup-reordering.json")
@@ -352,7 +347,7 @@ def test_a_step_that_is_not_enabled_stops_the_run_naming_the_enabled_ones(tmp_pa
         (FIGURE2, _set(["steps", 20, "part"], -1), "steps[20].part", "greater than or equal to 0"),
         (FIGURE2, _set(["steps", 14, "tx"], "t1"), "steps[14].tx", "Extra inputs are not permitted"),
         (FIGURE2, _set(["protocol"], "3pc"), "protocol", "Input should be '2pc' or 'pme'"),
-        (FIGURE2, _set(["counter"], "no-out-of-order-tracking"), "counter", "runs on the 2pc slice only"),
+        (FIGURE2, _set(["counter"], "no-out-of-order-tracking"), "counter", "does not run on protocol 'pme'"),
         (
             FIGURE2,
             _set(["cluster", "owners"], {"0": ["s2", "s1", "s3"]}),
@@ -391,15 +386,20 @@ def test_a_step_that_is_not_enabled_stops_the_run_naming_the_enabled_ones(tmp_pa
             FIGURE1,
             _set(["cluster", "batch_size"], 2),
             "cluster.batch_size",
-            "the 2pc protocol does not rebalance",
+            "protocol '2pc' does not rebalance",
         ),
         (
             FIGURE1,
             _set(["idle_verify"], {"clean": True}),
             "idle_verify",
-            "idle_verify runs on protocol 'pme' only",
+            "protocol '2pc' has no idle_verify",
         ),
-        (FIGURE1, _set(["steps", 19, "idle_verify"], {"clean": True}), "steps[19].idle_verify", "'pme' only"),
+        (
+            FIGURE1,
+            _set(["steps", 19, "idle_verify"], {"clean": True}),
+            "steps[19].idle_verify",
+            "has no idle_verify",
+        ),
         (
             FIGURE1,
             _set(["expect", "s2", "partitions", "0"], "LOST"),
@@ -410,7 +410,7 @@ def test_a_step_that_is_not_enabled_stops_the_run_naming_the_enabled_ones(tmp_pa
             FIGURE1,
             _set(["expect", "s2", "init"], {"0": 0}),
             "expect.s2.init",
-            "only protocol 'pme' has MOVING",
+            "protocol '2pc' has no MOVING copies",
         ),
         (
             LOST,
@@ -432,7 +432,7 @@ def test_a_step_that_is_not_enabled_stops_the_run_naming_the_enabled_ones(tmp_pa
             FIGURE1,
             _set(["expect", "s2", "history"], {"0": 0}),
             "expect.s2.history",
-            "only protocol 'pme' truncates the WAL archive",
+            "protocol '2pc' does not truncate the WAL archive",
         ),
         (TRUNCATED, _set(["expect", "s1", "history"], {"1": 0}), "expect.s1.history[1]", "no partition 1"),
         (
@@ -538,6 +538,7 @@ def test_json_reports_the_topology_and_the_truncated_history(
         "ready": "3.0",
         "owners": {"0": ["s1", "s2", "s3"]},
         "pending": [],
+        "coordinator": "s1",
     }
     assert {n: v["history"] for n, v in report["nodes"].items()} == {"s1": {"0": 6}, "s2": {"0": 6}, "s3": {}}
 
@@ -675,9 +676,8 @@ def test_a_baseline_change_moves_the_partition_and_evicts_the_old_copy(tmp_path:
 
 
 def test_pme_outputs_are_deterministic(tmp_path: Path) -> None:
-    scenario, config = load_scenario(FIGURE2)
-    first = write_outputs(run_scenario(scenario, config), tmp_path / "a" / "flow.mmd")
-    again = write_outputs(run_scenario(*load_scenario(FIGURE2)), tmp_path / "b" / "flow.mmd")
+    first = write_outputs(run_scenario(load_scenario(FIGURE2)), tmp_path / "a" / "flow.mmd")
+    again = write_outputs(run_scenario(load_scenario(FIGURE2)), tmp_path / "b" / "flow.mmd")
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in again]
     page = first[1].read_text(encoding="utf-8")
     assert "idle_verify: clean" in page and "Demand p0 historical counters 4..5" in page

@@ -1,0 +1,16 @@
+"""What runs a scenario: per system, per protocol, the `System` (base.py) that takes its steps.
+
+"impl" is tidemark's implementation in this process. A real system (Ignite, Hazelcast) driven through a
+harness process registers here under its own name, with a System per protocol it can play; a new
+protocol adds its adapter to each system that runs it. The runner only looks systems up here.
+"""
+
+from __future__ import annotations
+
+from conformance.scenarios.adapters.base import System
+from conformance.scenarios.adapters.cluster import ClusterSystem
+from conformance.scenarios.adapters.pme import PmeSystem
+
+SYSTEMS: dict[str, dict[str, type[System]]] = {
+    "impl": {"2pc": ClusterSystem, "pme": PmeSystem},
+}

@@ -1,0 +1,435 @@
+"""The scenario file format: pydantic models, their bounds, and the JSON Schema generated from them.
+
+`python -m conformance.scenarios` rewrites conformance/schemas/scenario.schema.json; a test keeps
+it in sync. The package docstring (conformance/scenarios/__init__.py) explains what a scenario says.
+
+Bounds. Every size and count a scenario can state has a range, checked when the file is read (a clear
+error, exit 2), chosen so that any valid scenario runs in seconds to minutes and in bounded memory:
+
+- servers 1..16: each one is a timeline column and a diagram participant, and the implementation copies
+  every server's state at every step; Ignite's own counter tests use 2-4 nodes.
+- partitions 1..1024: Ignite's default partition count (its maximum is 65000); every timeline row keeps
+  every copy's counter, so the cost of a step grows with servers x partitions.
+- steps 1..100,000, and at most 1,000,000 timeline cells ((steps + 1) x servers x partitions): the
+  timeline holds one row per step with every server's copies, and the page shows them all.
+- keys 0..2^31-1 (a Java int: a key's partition is Ignite's hash of an Integer); at most 1024 keys per
+  transaction and 10,000 entries of initial data (every owner logs and copies them).
+- counters in expectations 0..2^63-1 (a Java long, as Ignite's update counters); the rebalancing knobs
+  are Java ints like Ignite's settings.
+- names at most 64 characters (node and transaction names become diagram ids), a note 500, the
+  description 4000; the file itself at most 64 MiB.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal, TypeAlias, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+SCHEMA_PATH = Path(__file__).parents[1] / "schemas" / "scenario.schema.json"
+
+MAX_SERVERS = 16
+MAX_PARTITIONS = 1024
+MAX_STEPS = 100_000
+MAX_TIMELINE_CELLS = 1_000_000
+MAX_TX_KEYS = 1024
+MAX_INITIAL_ENTRIES = 10_000
+MAX_JAVA_INT = 2**31 - 1
+MAX_JAVA_LONG = 2**63 - 1
+MAX_NAME_LENGTH = 64
+MAX_FILE_BYTES = 64 * 2**20
+
+# The writer of the cluster's initial data, as the results name it (EntryView.tx): a reserved name.
+INITIAL_WRITER = "initial"
+
+# Node and transaction names end up as Mermaid participant ids and in labels: letters, digits, '_'.
+Name = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", max_length=MAX_NAME_LENGTH),
+    Field(description=f"a name: a letter, then letters, digits or '_', at most {MAX_NAME_LENGTH} characters"),
+]
+Key = Annotated[
+    int,
+    Field(ge=0, le=MAX_JAVA_INT, description=f"a key 0..{MAX_JAVA_INT} (a Java int, as Ignite hashes it)"),
+]
+Partition = Annotated[int, Field(ge=0, lt=MAX_PARTITIONS, description=f"a partition 0..{MAX_PARTITIONS - 1}")]
+CounterValue = Annotated[
+    int, Field(ge=0, le=MAX_JAVA_LONG, description="an update counter 0..2^63-1 (a Java long)")
+]
+
+ProtocolName = Literal["2pc", "pme"]
+NodeState = Literal["alive", "down", "restarted"]
+# A copy's state; which ones a protocol has is in conformance/scenarios/protocols.py.
+PartitionState = Literal["OWNING", "MOVING", "RENTING", "EVICTED", "LOST", "OFFLINE"]
+# The kinds of topology events a pending exchange handles (impl.pme.Event).
+EventName = Literal["left", "joined", "baseline", "affinity"]
+# A topology version as "major.minor", e.g. "3.1".
+VersionText = Annotated[str, StringConstraints(pattern=r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")]
+SkippedState = Literal["MOVING", "RENTING", "LOST"]
+RebalanceMode = Literal["historical", "full"]
+NEAR_STATES = ("idle", "locking", "preparing", "committed", "rolledBack")
+SERVER_STATES = ("locked", "preparing", "prepared", "rollingBack", "committed", "rolledBack")
+TxStateName = Literal[
+    "idle", "locking", "preparing", "committed", "rolledBack", "locked", "prepared", "rollingBack"
+]
+CounterName = Literal["tracking", "no-out-of-order-tracking"]
+TRACKING: CounterName = "tracking"
+# The named errors a step may be expected to raise (the implementation's exception class names).
+ErrorName = Literal["CounterInconsistencyError", "TooManyGapsError"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _something(self) -> _Strict:
+        """An expectation that checks nothing is a mistake: every field is optional, one must be given."""
+        if all(getattr(self, f) is None for f in type(self).model_fields):
+            fields = ", ".join(info.alias or f for f, info in type(self).model_fields.items())
+            raise ValueError(f"give at least one of {fields}")
+        return self
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Expectations: what must hold after a step or at the end; fields left out are not checked.
+
+
+class CounterExpectation(_Strict):
+    """What a partition's counter must be."""
+
+    lwm: CounterValue | None = None
+    hwm: CounterValue | None = None
+    items: list[tuple[CounterValue, Annotated[int, Field(ge=1, le=MAX_JAVA_LONG)]]] | None = Field(
+        default=None, description="the out-of-order ranges [start, delta], sorted; [] for none"
+    )
+
+
+class RebalanceExpectation(_Strict):
+    """pme: how the copy's last completed rebalancing went, as its first Demand asked for it."""
+
+    mode: RebalanceMode | None = Field(
+        default=None, description="historical (WAL records after the copy's counter) or full (every entry)"
+    )
+    from_: CounterValue | None = Field(
+        default=None,
+        alias="from",
+        description="historical: the copy's initial counter, records above it were supplied; full: 0",
+    )
+    to: CounterValue | None = Field(
+        default=None, description="the maximum LWM of the exchange: supplied up to it"
+    )
+    supplier: Name | None = Field(default=None, description="the server that supplied it")
+
+
+class NodeExpectation(_Strict):
+    """What must hold on one node (a server, or the client for `txs`)."""
+
+    state: NodeState | None = None
+    counters: dict[Partition, CounterExpectation] | None = None
+    data: dict[Key, str] | None = Field(default=None, description="the node's whole data: key -> value")
+    partitions: dict[Partition, PartitionState] | None = Field(
+        default=None, description="partition -> the copy's state (2pc: OWNING, MOVING, OFFLINE)"
+    )
+    init: dict[Partition, CounterValue] | None = Field(
+        default=None,
+        description="pme: partition -> the copy's initial counter (where a MOVING copy rebalances from)",
+    )
+    history: dict[Partition, CounterValue] | None = Field(
+        default=None,
+        description="pme: partition -> the counter the server's WAL archive was truncated at (TruncateWal): "
+        "a historical rebalance it supplies sends only records above it; 0 for none truncated",
+    )
+    rebalanced: dict[Partition, RebalanceExpectation | None] | None = Field(
+        default=None,
+        description="pme: partition -> how the copy was last rebalanced (completed: its last batch applied); "
+        "null for a copy never rebalanced (or evicted since)",
+    )
+    txs: dict[Name, TxStateName] | None = Field(
+        default=None, description="transaction -> its state on this server (or on the client)"
+    )
+
+
+Expectations: TypeAlias = dict[Name, NodeExpectation]
+
+
+class IdleVerifyExpectation(_Strict):
+    """What impl.pme.idle_verify must report (protocol pme)."""
+
+    clean: bool | None = Field(default=None, description="no counter and no hash conflict")
+    counter_conflicts: list[Partition] | None = Field(
+        default=None, description="the partitions whose OWNING copies disagree on LWM or gaps; [] for none"
+    )
+    hash_conflicts: list[Partition] | None = Field(
+        default=None, description="the partitions whose OWNING copies disagree on data; [] for none"
+    )
+    skipped: dict[Partition, dict[Name, SkippedState]] | None = Field(
+        default=None, description="partition -> node -> why its copy was not compared; {} for none"
+    )
+    lost: list[Partition] | None = Field(default=None, description="the LOST partitions; [] for none")
+
+
+class TopologyExpectation(_Strict):
+    """What the cluster's topology must be."""
+
+    version: VersionText | None = Field(
+        default=None, description='the latest topology version, "major.minor" (e.g. "3.1")'
+    )
+    ready: VersionText | None = Field(
+        default=None,
+        description="the version whose exchange completed (transactions map on it); below `version` while "
+        "an exchange is pending",
+    )
+    owners: dict[Partition, list[Name]] | None = Field(
+        default=None, description="partition -> its owner list on the ready version, primary first"
+    )
+    pending: list[EventName] | None = Field(
+        default=None,
+        description='pme: the kinds of topology events the pending exchange handles, e.g. ["affinity"] '
+        "for the late affinity switch; [] for none",
+    )
+    coordinator: Name | None = Field(
+        default=None, description="pme: the server that coordinates exchanges (sends the full message)"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Steps: each protocol's steps by their spec names (conformance/scenarios/protocols.py says which).
+
+
+class _StepBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    note: Annotated[str, StringConstraints(max_length=500)] | None = Field(
+        default=None, description="shown in the timeline and the diagram; at most 500 characters"
+    )
+    refused: bool = Field(
+        default=False,
+        description="the step must NOT be possible here (checked; the run goes on without taking it)",
+    )
+    error: ErrorName | None = Field(
+        default=None,
+        description="the step must fail with this named error (checked; the run goes on from the state "
+        "before the step)",
+    )
+    expect: Expectations = Field(default_factory=dict, description="checked right after this step")
+    topology: TopologyExpectation | None = Field(default=None, description="checked right after this step")
+    idle_verify: IdleVerifyExpectation | None = Field(
+        default=None, description="pme: checked right after this step against impl.pme.idle_verify"
+    )
+
+    @model_validator(mode="after")
+    def _one_outcome(self) -> _StepBase:
+        if self.refused and self.error is not None:
+            raise ValueError("a step is either refused or fails with an error, not both")
+        return self
+
+
+class TxStartStep(_StepBase):
+    """The near node maps the transaction to its primary and sends the lock request; declares its writes."""
+
+    step: Literal["TxStart"]
+    tx: Name
+    keys: dict[Key, str] = Field(
+        min_length=1,
+        max_length=MAX_TX_KEYS,
+        description=f"key -> value the transaction writes (1..{MAX_TX_KEYS})",
+    )
+
+
+class TxStep(_StepBase):
+    """A near-node step of one transaction, or its recovery."""
+
+    step: Literal["TxRemap", "TxPrepare", "TxCommit", "TxRollback", "Recover"]
+    tx: Name
+
+
+class TxNodeStep(_StepBase):
+    """A step of one transaction on one server (the primary's or a backup's)."""
+
+    step: Literal[
+        "Lock",
+        "LockRemap",
+        "Prepare",
+        "Prepared",
+        "Commit",
+        "Rollback",
+        "RolledBack",
+        "BackupPrepare",
+        "BackupCommit",
+        "BackupRollback",
+    ]
+    tx: Name
+    node: Name
+
+
+class NodeStep(_StepBase):
+    """A server crashes, restarts from its disk, or checkpoints."""
+
+    step: Literal["NodeFail", "Restart", "Checkpoint"]
+    node: Name
+
+
+class ExchangeStep(_StepBase):
+    """The partition map exchange for the new topology, in one step (protocol 2pc)."""
+
+    step: Literal["Exchange"]
+
+
+class PmeNodeStep(_StepBase):
+    """Protocol pme: a restarted server joins; a server sends its single message; the coordinator (its
+    `node`) sends the full message, which every server applies; a server checkpoints and truncates its
+    WAL archive (TruncateWal: each OWNING copy's history becomes its LWM)."""
+
+    step: Literal["Join", "SendSingle", "FullMessage", "TruncateWal"]
+    node: Name
+
+
+class BaselineChangeStep(_StepBase):
+    """Protocol pme: the operator sets the baseline to the live servers."""
+
+    step: Literal["BaselineChange"]
+
+
+class PartitionStep(_StepBase):
+    """Protocol pme: a demander applies a supply message (Rebalance), or drops a RENTING copy (Evict)."""
+
+    step: Literal["Rebalance", "Evict"]
+    node: Name
+    part: Partition
+
+
+class SupplyStep(_StepBase):
+    """Protocol pme: the supplier `node` answers the demand of `peer` for partition `part` with a batch."""
+
+    step: Literal["Supply"]
+    node: Name = Field(description="the supplier")
+    part: Partition
+    peer: Name = Field(description="the demander it answers")
+
+
+ScenarioStep = Annotated[
+    TxStartStep
+    | TxStep
+    | TxNodeStep
+    | NodeStep
+    | ExchangeStep
+    | PmeNodeStep
+    | BaselineChangeStep
+    | PartitionStep
+    | SupplyStep,
+    Field(discriminator="step"),
+]
+STEP_MODELS: tuple[type[_StepBase], ...] = (
+    TxStartStep,
+    TxStep,
+    TxNodeStep,
+    NodeStep,
+    ExchangeStep,
+    PmeNodeStep,
+    BaselineChangeStep,
+    PartitionStep,
+    SupplyStep,
+)
+# Every step name -> its model.
+STEP_TAGS: dict[str, type[_StepBase]] = {
+    tag: model for model in STEP_MODELS for tag in get_args(model.model_fields["step"].annotation)
+}
+# A step's parameters, in the order its text shows them.
+STEP_PARAMS = ("tx", "node", "part", "peer")
+
+
+def step_params(step: ScenarioStep) -> dict[str, str | int]:
+    """The step's parameters, e.g. {"tx": "t1", "node": "s1"}."""
+    return {p: getattr(step, p) for p in STEP_PARAMS if p in type(step).model_fields}
+
+
+def step_text(step: ScenarioStep) -> str:
+    """The step as the timeline shows it, e.g. "Lock(tx=t1, node=s1)" (impl.cluster.Step's text)."""
+    params = ", ".join(f"{k}={v}" for k, v in step_params(step).items())
+    return f"{step.step}({params})"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The file.
+
+
+class ClusterSection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    servers: list[Name] = Field(
+        min_length=1,
+        max_length=MAX_SERVERS,
+        description=f"server names (1..{MAX_SERVERS}), e.g. [s1, s2, s3]",
+    )
+    clients: list[Name] = Field(
+        min_length=1, max_length=1, description="the client running the transactions (the model has one)"
+    )
+    partitions: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_PARTITIONS,
+        description=f"1..{MAX_PARTITIONS} partitions (Ignite's default count; every timeline row keeps "
+        "every copy's counter)",
+    )
+    backups: int = Field(
+        default=0, ge=0, lt=MAX_SERVERS, description="backups per partition, below the servers"
+    )
+    owners: dict[Partition, list[Name]] | None = Field(
+        default=None,
+        description="partition -> its owners, primary first (default: the first backups+1 servers)",
+    )
+    initial_data: dict[Key, str] = Field(
+        default_factory=dict,
+        max_length=MAX_INITIAL_ENTRIES,
+        description=f"key -> value (at most {MAX_INITIAL_ENTRIES}), committed on every owner before the "
+        "first step",
+    )
+    wal_rebalance_threshold: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_JAVA_INT,
+        description="pme: historical (WAL) rebalancing only for partitions with at least this many entries "
+        f"(0..{MAX_JAVA_INT}, default 0)",
+    )
+    batch_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_JAVA_INT,
+        description=f"pme: entries per supply message (1..{MAX_JAVA_INT}, default 1)",
+    )
+
+
+class ScenarioFile(BaseModel):
+    """A scenario: a cluster, the steps it takes, and what must hold."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, title="tidemark scenario")
+
+    schema_: str | None = Field(default=None, alias="$schema", description="for editors; ignored")
+    name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)] = Field(
+        description="the scenario's name (names its outputs): letters, digits, '_', '.', '-'; at most 100"
+    )
+    description: Annotated[str, StringConstraints(max_length=4000)] = Field(
+        default="", description="what the scenario shows; at most 4000 characters"
+    )
+    protocol: ProtocolName = Field(
+        default="2pc",
+        description="2pc: impl/cluster.py (2PC with an atomic Exchange); pme: impl/pme.py (the whole "
+        "protocol: exchange messages, joins, rebalancing)",
+    )
+    counter: CounterName = Field(default=TRACKING, description="the counter implementation every copy runs")
+    cluster: ClusterSection
+    steps: list[ScenarioStep] = Field(
+        min_length=1, max_length=MAX_STEPS, description=f"the steps in order (1..{MAX_STEPS})"
+    )
+    expect: Expectations = Field(default_factory=dict, description="checked after the last step")
+    topology: TopologyExpectation | None = Field(default=None, description="checked after the last step")
+    idle_verify: IdleVerifyExpectation | None = Field(
+        default=None, description="pme: checked after the last step against impl.pme.idle_verify"
+    )
+
+
+def schema_text() -> str:
+    schema = ScenarioFile.model_json_schema(by_alias=True)
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
