@@ -336,13 +336,16 @@ STEP_MODELS: tuple[type[_StepBase], ...] = (
 STEP_TAGS: dict[str, type[_StepBase]] = {
     tag: model for model in STEP_MODELS for tag in get_args(model.model_fields["step"].annotation)
 }
-# A step's parameters, in the order its text shows them.
-STEP_PARAMS = ("tx", "node", "part", "peer")
+# Each step model's parameters, in the order a step's text shows them.
+STEP_PARAMS: dict[type[_StepBase], tuple[str, ...]] = {
+    model: tuple(p for p in ("tx", "node", "part", "peer") if p in model.model_fields)
+    for model in STEP_MODELS
+}
 
 
 def step_params(step: ScenarioStep) -> dict[str, str | int]:
     """The step's parameters, e.g. {"tx": "t1", "node": "s1"}."""
-    return {p: getattr(step, p) for p in STEP_PARAMS if p in type(step).model_fields}
+    return {p: getattr(step, p) for p in STEP_PARAMS[type(step)]}
 
 
 def step_text(step: ScenarioStep) -> str:

@@ -6,7 +6,8 @@ over that: (transaction, key) -> value (`values`).
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from functools import cache
+from typing import Any, Literal, TypeAlias
 
 from conformance.mutants import CLUSTER_COUNTERS
 from conformance.scenarios.adapters.base import Snapshot, StepFailed, StepRefused, System
@@ -74,8 +75,12 @@ class ClusterSystem(System):
         super().__init__(scenario)
         self.values = values(scenario)
         self.cluster = self._initial(self._cluster_class().initial(self._config()))
-        # Equal counters share one view across rows: most steps change one copy.
+        # Rows share what did not change (most steps change one copy of one server): equal counters one
+        # view, an unchanged server or topology the previous row's object.
         self._counter_views: dict[tuple[int, int, tuple[tuple[int, int], ...]], CounterView] = {}
+        self._shown: dict[str, NodeSnapshot] = {}
+        self._topology: TopologyView | None = None
+        self._partition = cache(self.cluster.config.partition)
 
     def _cluster_class(self) -> type[Cluster]:
         return CLUSTER_COUNTERS.get(self.scenario.counter, Cluster)
@@ -147,7 +152,7 @@ class ClusterSystem(System):
         def event(kind: Kind, m: Message) -> MessageEvent:
             sender: str = getattr(m, "sender", NEAR)
             to = receiver(m)
-            return MessageEvent(
+            return MessageEvent.model_construct(
                 kind=kind, sender=shown.get(sender, sender), receiver=shown.get(to, to), label=self._label(m)
             )
 
@@ -175,7 +180,7 @@ class ClusterSystem(System):
         if isinstance(message, DhtPrepareRequest):
             counters: dict[int, list[int]] = {}
             for key, cntr in message.writes:
-                counters.setdefault(self.cluster.config.partition(key), []).append(cntr)
+                counters.setdefault(self._partition(key), []).append(cntr)
             return text + "".join(f" p{p} ({min(cs) - 1}, {len(cs)})" for p, cs in sorted(counters.items()))
         if isinstance(message, FinishRequest | DhtFinishRequest):
             return f"{text} {'commit' if message.commit else 'rollback'}"
@@ -184,8 +189,8 @@ class ClusterSystem(System):
     # --- snapshots ---------------------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        nodes = {n: self._node_snapshot(n) for n in self.servers}
-        return Snapshot(nodes, self.topology(), self._in_flight())
+        self._shown = {n: self._node_snapshot(n) for n in self.servers}
+        return Snapshot(self._shown, self.topology(), self._in_flight())
 
     def _in_flight(self) -> int:
         return len(self.cluster.network)
@@ -201,23 +206,38 @@ class ClusterSystem(System):
         return view
 
     def _node_snapshot(self, node: str) -> NodeSnapshot:
+        fields = self._node_fields(node)
+        last = self._shown.get(node)
+        # A model's field values are its __dict__.
+        return last if last is not None and vars(last) == fields else NodeSnapshot.model_construct(**fields)
+
+    def _node_fields(self, node: str) -> dict[str, Any]:
+        """A server's NodeSnapshot fields now."""
         counters = self.cluster.nodes[node].counters
-        return NodeSnapshot.model_construct(
-            state=self.node_state(node),
-            counters={p: self._counter_view(c) for p, c in counters.items()},
-            copies={},
-            history={},
-        )
+        return {
+            "state": self.node_state(node),
+            "counters": {p: self._counter_view(c) for p, c in counters.items()},
+            "copies": {},
+            "history": {},
+        }
 
     def topology(self) -> TopologyView:
+        fields = self._topology_fields()
+        last = self._topology
+        if last is None or vars(last) != fields:
+            self._topology = last = TopologyView.model_construct(**fields)
+        return last
+
+    def _topology_fields(self) -> dict[str, Any]:
+        """The TopologyView fields now."""
         cluster = self.cluster
-        return TopologyView.model_construct(
-            version=version_text(cluster.top_ver),
-            ready=version_text(cluster.ready_ver),
-            owners={p: list(owners) for p, owners in sorted(cluster.owners.items())},
-            pending=[],
-            coordinator=None,
-        )
+        return {
+            "version": version_text(cluster.top_ver),
+            "ready": version_text(cluster.ready_ver),
+            "owners": {p: list(owners) for p, owners in sorted(cluster.owners.items())},
+            "pending": [],
+            "coordinator": None,
+        }
 
     # --- observations ------------------------------------------------------------------------------------
 

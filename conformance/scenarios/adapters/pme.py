@@ -10,17 +10,15 @@ are lost); the next full message starts another.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import cast
+from typing import Any, cast
 
 from conformance.scenarios.adapters.cluster import ClusterSystem, Kind, version_text
 from conformance.scenarios.format import PartitionState, ScenarioFile
 from conformance.scenarios.result import (
     IdleVerifyView,
     MessageEvent,
-    NodeSnapshot,
     NodeView,
     RebalanceView,
-    TopologyView,
     VerifiedCounter,
 )
 from impl.cluster import Cluster, Config, Step
@@ -127,7 +125,7 @@ class PmeSystem(ClusterSystem):
         assert isinstance(before, PmeCluster) and isinstance(after, PmeCluster)
 
         def event(kind: Kind, sender: str, to: str, label: str) -> MessageEvent:
-            return MessageEvent(kind=kind, sender=sender, receiver=to, label=label)
+            return MessageEvent.model_construct(kind=kind, sender=sender, receiver=to, label=label)
 
         arrived = [
             event("delivered", n, before.coordinator, _single_label(after.singles[n]))
@@ -151,25 +149,22 @@ class PmeSystem(ClusterSystem):
     def _in_flight(self) -> int:
         return len(self.cluster.network) + len(self.cluster.rebal)
 
-    def _node_snapshot(self, node: str) -> NodeSnapshot:
-        snapshot = super()._node_snapshot(node)
+    def _node_fields(self, node: str) -> dict[str, Any]:
         cluster = self.cluster
         copies = {}
         for part, copy in sorted(cluster.states[node].items()):
             text = copy.state.value + (f" (init {copy.init})" if copy.state is PartState.MOVING else "")
             copies[part] = text + (", LOST" if part in cluster.lost else "")
-        snapshot.copies = copies
-        snapshot.history = {p: h for p, h in sorted(cluster.history[node].items()) if h}
-        return snapshot
+        history = {p: h for p, h in sorted(cluster.history[node].items()) if h}
+        return {**super()._node_fields(node), "copies": copies, "history": history}
 
-    def topology(self) -> TopologyView:
-        view = super().topology()
-        view.pending = sorted(e.value for e in self.cluster.pending)
-        view.coordinator = self.coordinator()
-        return view
-
-    def coordinator(self) -> str | None:
-        return self.cluster.coordinator if self.cluster.alive else None
+    def _topology_fields(self) -> dict[str, Any]:
+        cluster = self.cluster
+        return {
+            **super()._topology_fields(),
+            "pending": sorted(e.value for e in cluster.pending),
+            "coordinator": cluster.coordinator if cluster.alive else None,
+        }
 
     # --- observations ------------------------------------------------------------------------------------
 
