@@ -17,7 +17,17 @@ from conformance.cli import main
 from conformance.errors import TidemarkError
 from conformance.mutants import CLUSTER_COUNTERS, COUNTER_MUTANTS
 from conformance.scenarios import load_scenario, run_scenario, write_outputs
-from conformance.scenarios.format import SCHEMA_PATH, STEP_MODELS, CounterName, schema_text
+from conformance.scenarios.adapters import SYSTEMS
+from conformance.scenarios.adapters.cluster import NAMED_ERRORS
+from conformance.scenarios.format import (
+    SCHEMA_PATH,
+    STEP_MODELS,
+    CounterName,
+    ErrorName,
+    ProtocolName,
+    schema_text,
+)
+from conformance.scenarios.protocols import PROTOCOLS
 from conformance.scenarios.result import ScenarioResult
 from conformance.scenarios.views.diagram import mermaid_diagram
 from impl.cluster import STEPS
@@ -405,3 +415,184 @@ def test_the_docs_example_scenario_holds(tmp_path: Path) -> None:
     path.write_text(example, encoding="utf-8")
     result = _run(path)
     assert result.passed and len(result.checks) == 8
+
+
+# --- every size has a range -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("damage", "location", "expected"),
+    [
+        (_set(["cluster", "partitions"], 10**9), "cluster.partitions", "1..1024 partitions"),
+        (_set(["cluster", "partitions"], 70_000), "cluster.partitions", "1..1024 partitions"),
+        (_set(["cluster", "servers"], [f"s{i}" for i in range(17)]), "cluster.servers", "(1..16)"),
+        (_set(["cluster", "backups"], 16), "cluster.backups", "below the servers"),
+        (_set(["steps", 0, "keys"], {"2147483648": "v"}), "steps[0].keys[2147483648]", "0..2147483647"),
+        (_set(["steps", 0, "keys"], {str(k): "v" for k in range(1025)}), "steps[0].keys", "(1..1024)"),
+        (
+            _set(["cluster", "initial_data"], {str(k): "v" for k in range(10_001)}),
+            "cluster.initial_data",
+            "10000",
+        ),
+        (_set(["expect", "s2", "counters", "0", "lwm"], 2**63), "expect.s2.counters[0].lwm", "0..2^63-1"),
+        (_set(["steps", 2, "node"], "s" * 65), "steps[2].node", "at most 64 characters"),
+        (_set(["steps", 2, "note"], "n" * 501), "steps[2].note", "at most 500 characters"),
+        (_set(["description"], "d" * 4001), "description", "at most 4000 characters"),
+        (_set(["steps"], [{"step": "Checkpoint", "node": "s1"}] * 100_001), "steps", "(1..100000)"),
+        (
+            _set(["cluster", "partitions"], 1024),
+            "steps",
+            "at most 1000000 cells ((steps + 1) x servers x partitions)",
+        ),
+    ],
+)
+def test_every_size_is_bounded_with_its_range_named(
+    damage: Callable[[dict[str, Any]], None], location: str, expected: str, tmp_path: Path
+) -> None:
+    data = _figure1()
+    if location == "steps" and "cells" in expected:
+        data["steps"] += [{"step": "Checkpoint", "node": "s1"}] * 310  # 332 steps x 3 servers x 1024
+        data["expect"] = {}
+    damage(data)
+    path = _write(tmp_path, data)
+    with pytest.raises(TidemarkError) as error:
+        load_scenario(path)
+    assert (error.value.source, error.value.location) == (str(path), location)
+    assert expected in (error.value.expected or "")
+
+
+def test_a_huge_partition_count_exits_2_at_once_writing_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _figure1()
+    data["cluster"]["partitions"] = 10**9
+    path = _write(tmp_path, data)
+    out = tmp_path / "out" / "flow.mmd"
+    assert main(["scenario", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}, cluster.partitions: Input should be less than or equal to 1024" in err
+    assert "Traceback" not in err and not out.parent.exists()
+
+
+def test_a_file_above_the_size_limit_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write(tmp_path, _figure1())
+    monkeypatch.setattr("conformance.scenarios.load.MAX_FILE_BYTES", 1000)
+    with pytest.raises(TidemarkError, match=f"the file has {path.stat().st_size} bytes") as error:
+        load_scenario(path)
+    assert error.value.expected == "at most 1000 bytes"
+
+
+# --- one output per format ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".mmd", ".html"])
+def test_out_names_both_outputs_by_suffix_and_neither_clobbers_the_other(
+    suffix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / f"flow{suffix}"
+    assert main(["scenario", str(FIGURE1), "--json", "--out", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    diagram, page = tmp_path / "flow.mmd", tmp_path / "flow.html"
+    assert (report["diagram"], report["page"]) == (str(diagram), str(page))
+    assert diagram.read_text(encoding="utf-8") == mermaid_diagram(_run(FIGURE1))
+    assert page.read_text(encoding="utf-8").startswith("<!doctype html>")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["flow.html", "flow.mmd", "mermaid.min.js"]
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        ("flow.txt", "flow.txt names neither the diagram nor the page"),
+        ("taken.mmd/flow.mmd", "cannot write under"),
+        ("flow.html", "flow.html is a directory"),
+    ],
+)
+def test_a_bad_out_exits_2_before_the_run_writing_nothing(
+    out: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "taken.mmd").write_text("a file, not a directory", encoding="utf-8")
+    (tmp_path / "flow.html").mkdir()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["scenario", str(FIGURE1), "--out", str(tmp_path / out)]) == 2
+    assert message in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+# --- a step expected to fail with a named error -------------------------------------------------------------
+
+
+def _gaps(error_at: int | None) -> dict[str, Any]:
+    """Six one-key transactions (counters 1..6) prepared on s1 and s2 and committed on s1; s2 then applies
+    t2, t4 (two gaps), t6 (a third), t1, t6 again, t3, t5. `error_at` = the step expected to fail."""
+    steps: list[dict[str, Any]] = []
+    txs = [f"t{i}" for i in range(1, 7)]
+    steps += [{"step": "TxStart", "tx": t, "keys": {str(i): f"v{i}"}} for i, t in enumerate(txs, 1)]
+    for name in ("Lock", "TxPrepare", "Prepare", "BackupPrepare", "Prepared", "TxCommit", "Commit"):
+        node = {"BackupPrepare": "s2"}.get(name, "s1")
+        steps += [{"step": name, "tx": t} | ({} if name.startswith("Tx") else {"node": node}) for t in txs]
+    steps += [
+        {"step": "BackupCommit", "tx": t, "node": "s2"} for t in ("t2", "t4", "t6", "t1", "t6", "t3", "t5")
+    ]
+    if error_at is not None:
+        steps[error_at]["error"] = "TooManyGapsError"
+    return {
+        "name": "too-many-gaps",
+        "cluster": {"servers": ["s1", "s2"], "clients": ["c1"], "backups": 1},
+        "steps": steps,
+        "expect": {"s2": {"counters": {"0": {"lwm": 6, "items": []}}}},
+    }
+
+
+def test_an_expected_error_holds_leaves_the_state_as_it_was_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ignite queues at most 10,000 out-of-order ranges; two keep the scenario small.
+    monkeypatch.setattr("impl.counter.MAX_MISSED_UPDATES", 2)
+    result = _run(_write(tmp_path, _gaps(error_at=50)))
+    assert result.failure is None and result.passed
+    [outcome] = [c for c in result.checks if c.path == "steps[50].error"]
+    assert (outcome.expected, outcome.actual, outcome.holds) == ("TooManyGapsError", "TooManyGapsError", True)
+    row = result.timeline[51]
+    assert row.step == "BackupCommit(tx=t6, node=s2) failed: TooManyGapsError" and row.messages == []
+    assert row.nodes == result.timeline[50].nodes
+    assert _counter(result, 50, "s2") == (0, 0, [(1, 1), (3, 1)])
+    # Once t1 fills the first gap, t6 fits: the same step, taken again later, succeeds.
+    assert result.timeline[53].step == "BackupCommit(tx=t6, node=s2)"
+
+
+def test_an_expected_error_that_does_not_come_fails_and_the_step_is_taken(tmp_path: Path) -> None:
+    result = _run(_write(tmp_path, _gaps(error_at=50)))  # Ignite's limit: no error here
+    assert result.failure is not None  # taken, so its repeat at steps[52] is no longer possible
+    [outcome] = [c for c in result.checks if c.path == "steps[50].error"]
+    assert (outcome.actual, outcome.holds) == ("no error", False)
+    assert result.timeline[51].step == "BackupCommit(tx=t6, node=s2) did NOT fail (taken)"
+
+
+def test_an_unexpected_named_error_stops_the_run_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("impl.counter.MAX_MISSED_UPDATES", 2)
+    result = _run(_write(tmp_path, _gaps(error_at=None)))
+    assert not result.passed and len(result.timeline) == 51
+    assert (result.failure or "").startswith(
+        "steps[50]: BackupCommit(tx=t6, node=s2) failed: TooManyGapsError: Too many gaps"
+    )
+
+
+def test_a_step_cannot_be_both_refused_and_expected_to_fail(tmp_path: Path) -> None:
+    data = _gaps(error_at=50)
+    data["steps"][50]["refused"] = True
+    with pytest.raises(TidemarkError, match="either refused or fails with an error") as error:
+        load_scenario(_write(tmp_path, data))
+    assert error.value.location == "steps[50]"
+
+
+def test_the_named_errors_are_the_implementations() -> None:
+    assert set(get_args(ErrorName)) == {e.__name__ for e in NAMED_ERRORS}
+
+
+def test_every_protocol_has_its_rules_and_an_implementation() -> None:
+    assert set(get_args(ProtocolName)) == set(PROTOCOLS) == set(SYSTEMS["impl"])
+    assert {name: rules.steps for name, rules in PROTOCOLS.items()} == {"2pc": STEPS, "pme": PME_STEPS}

@@ -681,3 +681,129 @@ def test_pme_outputs_are_deterministic(tmp_path: Path) -> None:
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in again]
     page = first[1].read_text(encoding="utf-8")
     assert "idle_verify: clean" in page and "Demand p0 historical counters 4..5" in page
+
+
+# --- how a copy was rebalanced, and the coordinator ---------------------------------------------------------
+
+
+def test_the_rebalanced_copy_names_mode_range_and_supplier_once_its_last_batch_is_applied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _load(FIGURE2)
+    # After the full message the copy is MOVING: its rebalancing has started, not completed.
+    data["steps"][18]["expect"]["s3"]["rebalanced"] = {"0": None}
+    data["steps"][22]["expect"] = {
+        "s1": {"rebalanced": {"0": None}},
+        "s3": {"rebalanced": {"0": {"mode": "historical"}}},
+    }
+    assert _failing(data, tmp_path) == set()
+    assert main(["scenario", str(FIGURE2), "--json", "--out", str(tmp_path / "f.mmd")]) == 0
+    nodes = json.loads(capsys.readouterr().out)["nodes"]
+    assert {n: v["rebalanced"] for n, v in nodes.items()} == {
+        "s1": {},
+        "s2": {},
+        "s3": {"0": {"mode": "historical", "from": 3, "to": 5, "supplier": "s1"}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("source", "damage", "failing"),
+    [
+        (
+            FIGURE2,
+            _set(["expect", "s3", "rebalanced", "0", "mode"], "full"),
+            {"expect.s3.rebalanced[0].mode"},
+        ),
+        (FIGURE2, _set(["expect", "s3", "rebalanced", "0", "from"], 0), {"expect.s3.rebalanced[0].from"}),
+        (FIGURE2, _set(["expect", "s3", "rebalanced", "0", "to"], 4), {"expect.s3.rebalanced[0].to"}),
+        (
+            FIGURE2,
+            _set(["expect", "s3", "rebalanced", "0", "supplier"], "s2"),
+            {"expect.s3.rebalanced[0].supplier"},
+        ),
+        (FIGURE2, _set(["expect", "s3", "rebalanced", "0"], None), {"expect.s3.rebalanced[0]"}),
+        (
+            FIGURE2,
+            _set(["expect", "s2", "rebalanced"], {"0": {"mode": "full"}}),
+            {"expect.s2.rebalanced[0].mode"},
+        ),
+        (
+            TRUNCATED,
+            _set(["expect", "s3", "rebalanced", "0", "mode"], "historical"),
+            {"expect.s3.rebalanced[0].mode"},
+        ),
+        (TRUNCATED, _set(["expect", "s3", "rebalanced", "0", "from"], 3), {"expect.s3.rebalanced[0].from"}),
+        (SWITCH, _set(["steps", 2, "topology", "coordinator"], "s1"), {"steps[2].topology.coordinator"}),
+        (SWITCH, _set(["topology", "coordinator"], "s2"), {"topology.coordinator"}),
+    ],
+)
+def test_a_wrong_rebalance_or_coordinator_expectation_fails_at_it(
+    source: Path, damage: Callable[[dict[str, Any]], None], failing: set[str], tmp_path: Path
+) -> None:
+    data = copy.deepcopy(_load(source))
+    damage(data)
+    assert _failing(data, tmp_path) == failing
+
+
+def test_the_full_rebalance_is_from_counter_0_up_to_the_max_lwm() -> None:
+    [check] = [c for c in _run(TRUNCATED).checks if c.path == "expect.s3.rebalanced[0].from"]
+    assert (check.expected, check.actual, check.holds) == (0, 0, True)
+
+
+def test_the_coordinator_is_the_first_live_server_and_moves_when_it_fails(tmp_path: Path) -> None:
+    result = _run(SWITCH)
+    coordinators = [row.topology.coordinator for row in result.timeline]
+    # s1 until it fails (step 0), s2 while s1 is down or restarted, s1 again once it joined (step 11).
+    assert coordinators[:2] == ["s1", "s2"] and coordinators[12] == "s1"
+    assert set(coordinators[1:12]) == {"s2"} and result.topology.coordinator == "s1"
+    _, page = write_outputs(result, tmp_path / "switch.html")
+    assert "ver 2.0\nowners s2\ncoordinator s2" in page.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("damage", "location", "message"),
+    [
+        (_set(["topology"], {"coordinator": "s1"}), "topology.coordinator", "run by no coordinator"),
+        (_set(["expect", "s2", "rebalanced"], {"0": None}), "expect.s2.rebalanced", "does not rebalance"),
+    ],
+)
+def test_the_2pc_protocol_has_no_coordinator_and_no_rebalancing(
+    damage: Callable[[dict[str, Any]], None], location: str, message: str, tmp_path: Path
+) -> None:
+    data = copy.deepcopy(_load(FIGURE1))
+    damage(data)
+    with pytest.raises(TidemarkError, match=message) as error:
+        load_scenario(_write(tmp_path, data))
+    assert (error.value.location, error.value.expected) == (location, "\"protocol\": 'pme'")
+
+
+@pytest.mark.parametrize(
+    ("damage", "location", "message"),
+    [
+        (_set(["topology", "coordinator"], "s9"), "topology.coordinator", "unknown server 's9'"),
+        (
+            _set(["expect", "s3", "rebalanced", "0", "supplier"], "s9"),
+            "expect.s3.rebalanced[0].supplier",
+            "'s9'",
+        ),
+        (
+            _set(["expect", "s3", "rebalanced", "0"], {}),
+            "expect.s3.rebalanced[0]",
+            "give at least one of mode, from",
+        ),
+        (
+            _set(["expect", "s3", "rebalanced", "0", "mode"], "partial"),
+            "expect.s3.rebalanced[0].mode",
+            "'historical'",
+        ),
+        (_set(["expect", "s3", "rebalanced", "1"], None), "expect.s3.rebalanced[1]", "no partition 1"),
+    ],
+)
+def test_a_malformed_rebalance_or_coordinator_expectation_is_refused(
+    damage: Callable[[dict[str, Any]], None], location: str, message: str, tmp_path: Path
+) -> None:
+    data = copy.deepcopy(_load(SWITCH if "topology" in location else FIGURE2))
+    damage(data)
+    with pytest.raises(TidemarkError, match=message) as error:
+        load_scenario(_write(tmp_path, data))
+    assert error.value.location == location

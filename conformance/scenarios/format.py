@@ -143,8 +143,8 @@ class NodeExpectation(_Strict):
     )
     rebalanced: dict[Partition, RebalanceExpectation | None] | None = Field(
         default=None,
-        description="pme: partition -> how the copy was last rebalanced (completed: its last batch applied); "
-        "null for a copy never rebalanced (or evicted since)",
+        description="pme: partition -> how the server's copy was last rebalanced (completed: its last batch "
+        "applied); null for none",
     )
     txs: dict[Name, TxStateName] | None = Field(
         default=None, description="transaction -> its state on this server (or on the client)"

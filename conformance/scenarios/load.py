@@ -104,7 +104,10 @@ def _description(loc: Sequence[int | str]) -> str | None:
             field = next((f for name, f in annotation.model_fields.items() if part in (name, f.alias)), None)
             if field is None:
                 return None
-            annotation, description = field.annotation, field.description
+            annotation, description = (
+                field.annotation,
+                field.description or _own_description(field.annotation),
+            )
         elif origin in (list, tuple, dict):
             # Into a container: the element's (or, for an error about a dict's key, the key's) type.
             args = typing.get_args(annotation)
@@ -132,7 +135,9 @@ def _bare(annotation: Any) -> Any:
 
 
 def _own_description(annotation: Any) -> str | None:
-    """The description an Annotated type carries (e.g. format.Key's range)."""
+    """The description an Annotated type carries (e.g. format.Key's range), also as an optional value."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return next(filter(None, map(_own_description, typing.get_args(annotation))), None)
     if typing.get_origin(annotation) is not typing.Annotated:
         return None
     return next(

@@ -93,8 +93,7 @@ class PmeSystem(ClusterSystem):
 
     def _observe(self, before: Cluster, after: Cluster, step: Step) -> None:
         """A rebalancing starts with a Demand sent by any step but Rebalance (which sends the next Demand
-        of one in progress), completes when the last batch is applied, and is forgotten with an evicted
-        copy."""
+        of one in progress) and completes when the last batch is applied."""
         assert isinstance(before, PmeCluster) and isinstance(after, PmeCluster)
         if step.name != "Rebalance":
             for m in after.rebal - before.rebal:
@@ -105,12 +104,12 @@ class PmeSystem(ClusterSystem):
                         {"mode": m.mode.value, "from": start, "to": m.upto, "supplier": m.to}
                     )
                     self._rebalancing[m.sender, m.part] = view
-        if step.name in ("Rebalance", "Evict"):
+        else:
             where = (cast(str, step.node), cast(int, step.part))
-            consumed = before.rebal - after.rebal
-            if step.name == "Evict":
-                self._rebalanced.pop(where, None)
-            elif any(isinstance(m, Supply) and m.last and (m.to, m.part) == where for m in consumed):
+            if any(
+                isinstance(m, Supply) and m.last and (m.to, m.part) == where
+                for m in before.rebal - after.rebal
+            ):
                 self._rebalanced[where] = self._rebalancing.pop(where)
 
     def _protocol_messages(
