@@ -14,8 +14,10 @@ Two generated scenarios, each written to a file and read back as `tidemark scena
 For each size: the best of --repeats CPU times (of this one process, so that other work on the machine
 does not count) for loading the file, running it, and drawing its outputs once (Mermaid diagram, HTML
 page, terminal table). Within the run, impl's own work (every Cluster.apply) is timed apart; the
-runner's share is the rest: adapters, checks, timeline. The last three columns compare each rate with
-the first size's: 1.00 is constant steps/s.
+runner's share is the rest: adapters, checks, timeline. The next three columns compare each rate with
+the first size's: 1.00 is constant steps/s. The last one is the runner's own work for one step (its
+timeline row and its checks) timed alone on the state after the last step, where no impl step runs
+beside it: equal figures across sizes mean the runner never walks the history behind a state.
 """
 
 from __future__ import annotations
@@ -33,7 +35,10 @@ from typing import Any
 from rich.console import Console
 
 from conformance.scenarios import load_scenario, run_scenario, timeline_table
+from conformance.scenarios.adapters import SYSTEMS
+from conformance.scenarios.checks import expectation_checks
 from conformance.scenarios.format import ScenarioFile
+from conformance.scenarios.runner import timeline_row
 from conformance.scenarios.views.diagram import mermaid_diagram
 from conformance.scenarios.views.page import timeline_html
 from impl.cluster import Cluster, Step
@@ -140,6 +145,21 @@ def _run(scenario: ScenarioFile, repeats: int) -> tuple[float, float]:
     return best
 
 
+def _row_cost(scenario: ScenarioFile, times: int = 5000) -> float:
+    """Microseconds of the runner's own work for one step - its timeline row and its checks - on the
+    state after the last step, timed apart from everything else: constant if the runner never walks
+    the history behind the state."""
+    system = SYSTEMS["impl"][scenario.protocol](scenario)
+    for entry in scenario.steps:
+        system.take(entry)
+    last = scenario.steps[-1]
+    start = time.process_time()
+    for _ in range(times):
+        timeline_row(len(scenario.steps) - 1, "step", None, [], system)
+        expectation_checks("steps[-1]", last.expect, last.topology, last.idle_verify, system)
+    return (time.process_time() - start) / times * 1e6
+
+
 def _views(scenario: ScenarioFile) -> Callable[[], object]:
     result = run_scenario(scenario)
 
@@ -157,7 +177,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"best of {args.repeats} runs; CPU time, one core; rates in steps/s")
     header = f"{'scenario':<22}{'steps':>7}{'load s':>8}{'run s':>8}{'run':>8}{'impl':>9}"
-    print(header + f"{'runner':>9}{'views s':>9}{'run':>7}{'impl':>7}{'runner':>8}")
+    print(header + f"{'runner':>9}{'views s':>9}{'run':>7}{'impl':>7}{'runner':>8}{'row µs':>8}")
     with tempfile.TemporaryDirectory() as scratch:
         for make in (transactions, churn):
             first: tuple[float, float, float] | None = None
@@ -169,12 +189,13 @@ def main() -> None:
                 n = len(loaded.steps)
                 run, impl = _run(loaded, args.repeats)
                 views, _ = _best(1, _views(loaded))
+                row = _row_cost(loaded)
                 rates = (n / run, n / impl, n / (run - impl))
                 first = first or rates
                 ratios = "".join(f"{rate / base:>7.2f}" for rate, base in zip(rates, first, strict=True))
                 print(
                     f"{make.__name__:<22}{n:>7}{load:>8.2f}{run:>8.2f}{rates[0]:>8.0f}{rates[1]:>9.0f}"
-                    f"{rates[2]:>9.0f}{views:>9.2f}{ratios}"
+                    f"{rates[2]:>9.0f}{views:>9.2f}{ratios}{row:>8.1f}"
                 )
 
 

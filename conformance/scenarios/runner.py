@@ -21,7 +21,7 @@ def run_scenario(scenario: ScenarioFile, system: str = "impl") -> ScenarioResult
     unless the step says `refused` or names the `error` it must fail with: that is checked, and the run
     goes on from the state before the step."""
     with SYSTEMS[system][scenario.protocol](scenario) as run:
-        timeline = [_row(None, "initial state", None, [], run)]
+        timeline = [timeline_row(None, "initial state", None, [], run)]
         checks: list[Check] = []
         failure = None
         for index, entry in enumerate(scenario.steps):
@@ -36,7 +36,7 @@ def run_scenario(scenario: ScenarioFile, system: str = "impl") -> ScenarioResult
                 failure = f"steps[{index}]: {text} failed: {error}"
                 break
             checks += outcome
-            timeline.append(_row(index, shown, entry.note, events, run))
+            timeline.append(timeline_row(index, shown, entry.note, events, run))
             checks += expectation_checks(
                 f"steps[{index}]", entry.expect, entry.topology, entry.idle_verify, run
             )
@@ -82,7 +82,7 @@ def _take(
     return f"{text} did NOT fail (taken)", events, [check(f"steps[{index}].error", entry.error, "no error")]
 
 
-def _row(
+def timeline_row(
     index: int | None, step: str, note: str | None, messages: list[MessageEvent], run: System
 ) -> TimelineRow:
     nodes, topology, in_flight = run.snapshot()
