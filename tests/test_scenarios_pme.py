@@ -274,9 +274,35 @@ def test_a_wrong_expectation_fails_at_that_expectation(
             {"steps[31].topology.owners[0]"},
         ),
         (SWITCH, _set(["topology", "ready"], "3.0"), {"topology.ready"}),
+        (
+            FIGURE2,
+            _set(["expect", "s3", "rebalanced", "0", "mode"], "full"),
+            {"expect.s3.rebalanced[0].mode"},
+        ),
+        (FIGURE2, _set(["expect", "s3", "rebalanced", "0", "from"], 0), {"expect.s3.rebalanced[0].from"}),
+        (FIGURE2, _set(["expect", "s3", "rebalanced", "0", "to"], 4), {"expect.s3.rebalanced[0].to"}),
+        (
+            FIGURE2,
+            _set(["expect", "s3", "rebalanced", "0", "supplier"], "s2"),
+            {"expect.s3.rebalanced[0].supplier"},
+        ),
+        (FIGURE2, _set(["expect", "s3", "rebalanced", "0"], None), {"expect.s3.rebalanced[0]"}),
+        (
+            FIGURE2,
+            _set(["expect", "s2", "rebalanced"], {"0": {"mode": "full"}}),
+            {"expect.s2.rebalanced[0].mode"},
+        ),
+        (
+            TRUNCATED,
+            _set(["expect", "s3", "rebalanced", "0", "mode"], "historical"),
+            {"expect.s3.rebalanced[0].mode"},
+        ),
+        (TRUNCATED, _set(["expect", "s3", "rebalanced", "0", "from"], 3), {"expect.s3.rebalanced[0].from"}),
+        (SWITCH, _set(["steps", 2, "topology", "coordinator"], "s1"), {"steps[2].topology.coordinator"}),
+        (SWITCH, _set(["topology", "coordinator"], "s2"), {"topology.coordinator"}),
     ],
 )
-def test_a_wrong_history_or_topology_expectation_fails_at_it(
+def test_a_wrong_history_topology_rebalance_or_coordinator_expectation_fails_at_it(
     source: Path, damage: Callable[[dict[str, Any]], None], failing: set[str], tmp_path: Path
 ) -> None:
     data = copy.deepcopy(_load(source))
@@ -704,45 +730,6 @@ def test_the_rebalanced_copy_names_mode_range_and_supplier_once_its_last_batch_i
         "s2": {},
         "s3": {"0": {"mode": "historical", "from": 3, "to": 5, "supplier": "s1"}},
     }
-
-
-@pytest.mark.parametrize(
-    ("source", "damage", "failing"),
-    [
-        (
-            FIGURE2,
-            _set(["expect", "s3", "rebalanced", "0", "mode"], "full"),
-            {"expect.s3.rebalanced[0].mode"},
-        ),
-        (FIGURE2, _set(["expect", "s3", "rebalanced", "0", "from"], 0), {"expect.s3.rebalanced[0].from"}),
-        (FIGURE2, _set(["expect", "s3", "rebalanced", "0", "to"], 4), {"expect.s3.rebalanced[0].to"}),
-        (
-            FIGURE2,
-            _set(["expect", "s3", "rebalanced", "0", "supplier"], "s2"),
-            {"expect.s3.rebalanced[0].supplier"},
-        ),
-        (FIGURE2, _set(["expect", "s3", "rebalanced", "0"], None), {"expect.s3.rebalanced[0]"}),
-        (
-            FIGURE2,
-            _set(["expect", "s2", "rebalanced"], {"0": {"mode": "full"}}),
-            {"expect.s2.rebalanced[0].mode"},
-        ),
-        (
-            TRUNCATED,
-            _set(["expect", "s3", "rebalanced", "0", "mode"], "historical"),
-            {"expect.s3.rebalanced[0].mode"},
-        ),
-        (TRUNCATED, _set(["expect", "s3", "rebalanced", "0", "from"], 3), {"expect.s3.rebalanced[0].from"}),
-        (SWITCH, _set(["steps", 2, "topology", "coordinator"], "s1"), {"steps[2].topology.coordinator"}),
-        (SWITCH, _set(["topology", "coordinator"], "s2"), {"topology.coordinator"}),
-    ],
-)
-def test_a_wrong_rebalance_or_coordinator_expectation_fails_at_it(
-    source: Path, damage: Callable[[dict[str, Any]], None], failing: set[str], tmp_path: Path
-) -> None:
-    data = copy.deepcopy(_load(source))
-    damage(data)
-    assert _failing(data, tmp_path) == failing
 
 
 def test_the_full_rebalance_is_from_counter_0_up_to_the_max_lwm() -> None:
