@@ -113,7 +113,7 @@ def _description(loc: Sequence[int | str]) -> str | None:
             args = typing.get_args(annotation)
             key = origin is dict and loc[i + 1 : i + 2] == ("[key]",)
             annotation = args[int(part)] if origin is tuple else args[0 if key else -1]
-            description = _own_description(annotation) or description
+            description = _own_description(annotation)
         elif part in STEP_TAGS:
             annotation, description = STEP_TAGS[str(part)], None
         elif part != "[key]":

@@ -74,7 +74,7 @@ class PmeSystem(ClusterSystem):
 
     def __init__(self, scenario: ScenarioFile) -> None:
         super().__init__(scenario)
-        # (demander, partition) -> the rebalancing the last full message started, and the last completed.
+        # (demander, partition) -> the rebalancing its first Demand started, and the last one completed.
         self._rebalancing: dict[tuple[str, int], RebalanceView] = {}
         self._rebalanced: dict[tuple[str, int], RebalanceView] = {}
 
