@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conformance.mutants import PME_MUTANTS
-from conformance.scenario import load_scenario, run_scenario
+from conformance.scenarios import load_scenario, run_scenario
 from impl.pme import Demand, Mode, PmeCluster, PmeConfig, Supply
 from impl.wal import Entry
 
@@ -61,7 +61,7 @@ def test_the_off_by_one_mutant_never_sends_key_0() -> None:
 
 
 def test_the_key_0_scenario_holds() -> None:
-    result = run_scenario(*load_scenario(SCENARIO))
+    result = run_scenario(load_scenario(SCENARIO))
     assert result.passed, [c for c in result.checks if not c.holds]
     assert result.idle_verify is not None and result.idle_verify.clean
 
@@ -71,7 +71,7 @@ def test_the_key_0_scenario_fails_with_the_off_by_one(monkeypatch: pytest.Monkey
     copy owns the partition with the old value of key 0 while its counter covers the update, and
     idle_verify reports the hash conflict on s3."""
     monkeypatch.setattr(PmeCluster, "FULL_FIRST", PME_MUTANTS["full-rebalance-skips-key-0"].FULL_FIRST)
-    result = run_scenario(*load_scenario(SCENARIO))
+    result = run_scenario(load_scenario(SCENARIO))
     assert not result.passed
     assert {c.path for c in result.checks if not c.holds} >= {"steps[20].expect.s3.data"}
     assert {k: e.value for k, e in result.nodes["s3"].data.items()} == {0: "a0", 1: "a1"}
