@@ -48,12 +48,11 @@ The package, by concern:
 """
 
 from conformance.scenarios.load import load_scenario
-from conformance.scenarios.outputs import DEFAULT_OUT, output_paths, scenario_summary, write_outputs
+from conformance.scenarios.outputs import output_paths, scenario_summary, write_outputs
 from conformance.scenarios.runner import run_scenario
 from conformance.scenarios.views.text import timeline_table
 
 __all__ = [
-    "DEFAULT_OUT",
     "load_scenario",
     "output_paths",
     "run_scenario",
