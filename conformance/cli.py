@@ -314,6 +314,12 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     )
 
     scenario = load_scenario(args.file)
+    if args.system != "impl":
+        from conformance.scenarios.real import scenario_on_system
+
+        return scenario_on_system(
+            scenario, args.system, version=args.ignite_version, out=args.out, as_json=args.json, console=out
+        )
     target = output_paths(args.out, scenario.name)[0]  # checked before the run
     result = run_scenario(scenario)
     diagram, page = write_outputs(result, target)
@@ -548,6 +554,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(default reports/scenarios/NAME.mmd)",
     )
     scenario.add_argument("--json", action="store_true", help="print one JSON object")
+    scenario.add_argument(
+        "--system",
+        choices=["impl", "ignite"],
+        default="impl",
+        help="ignite: side by side with a real cluster",
+    )
+    scenario.add_argument("--ignite-version", default="2.18.0", help="Ignite for --system ignite (2.18.0)")
     scenario.set_defaults(run=cmd_scenario)
 
     verify = commands.add_parser(

@@ -2,7 +2,9 @@ package tidemark.ignite;
 
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -13,6 +15,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.stream.Collectors;
 import org.apache.ignite.Ignition;
 import org.apache.ignite.cluster.BaselineNode;
 import org.apache.ignite.cluster.ClusterNode;
@@ -23,6 +26,7 @@ import org.apache.ignite.internal.processors.cache.distributed.dht.topology.Grid
 import org.apache.ignite.internal.processors.cache.distributed.dht.topology.GridDhtPartitionState;
 import org.apache.ignite.internal.processors.cache.persistence.GridCacheDatabaseSharedManager;
 import org.apache.ignite.internal.processors.cache.persistence.CheckpointState;
+import org.apache.ignite.internal.processors.cache.persistence.wal.WALPointer;
 
 /** The nodes of the harness's cluster: start, fail, restart, join, baseline, outage, waits, observation. */
 final class Nodes {
@@ -304,18 +308,37 @@ final class Nodes {
         return true;
     }
 
-    /** Every running server's view; the down and starting servers by name. */
+    /** Every running server's view; a starting server's as far as it is started ("starting": true); the
+     * down servers by name. */
     synchronized JsonObject observe(boolean entries, boolean idleVerify) throws Exception {
+        for (Map.Entry<String, Future<IgniteEx>> e : new ArrayList<>(starting.entrySet())) {
+            if (e.getValue().isDone())
+                awaitStart(e.getKey(), 0); // started meanwhile: a running server now (or its error)
+        }
         JsonObject o = new JsonObject();
         JsonObject per = new JsonObject();
         for (Map.Entry<String, IgniteEx> e : servers.entrySet())
-            per.add(e.getKey(), Observer.node(e.getValue(), entries));
+            per.add(e.getKey(), Observer.node(e.getValue(), entries, control));
+        JsonObject startingNodes = new JsonObject();
+        for (String name : starting.keySet()) {
+            IgniteEx ig = Starting.INSTANCES.get(name);
+            JsonObject view;
+            try {
+                view = ig == null ? new JsonObject() : Observer.node(ig, entries, control);
+            }
+            catch (Exception | AssertionError e) {
+                view = new JsonObject(); // not far enough into its start to be observed
+                view.addProperty("unobservable", String.valueOf(e));
+            }
+            startingNodes.add(name, view);
+        }
         o.add("nodes", per);
+        o.add("starting", startingNodes);
         JsonArray down = new JsonArray();
         if (setup != null) {
             try (var dirs = java.nio.file.Files.list(setup.workDir)) {
                 dirs.map(p -> p.getFileName().toString())
-                    .filter(n -> n.matches("s\\d+") && !servers.containsKey(n))
+                    .filter(n -> n.matches("s\\d+") && !servers.containsKey(n) && !starting.containsKey(n))
                     .sorted().forEach(down::add);
             }
         }
@@ -346,12 +369,65 @@ final class Nodes {
         }
     }
 
-    /** At exit: every node stops, the client first. */
+    /** At exit: every node stops. */
     synchronized void stopAll() {
+        stopNodes();
+        starter.shutdownNow();
+    }
+
+    private void stopNodes() {
         starting.values().forEach(f -> f.cancel(true));
+        starting.clear();
         Ignition.stopAll(true);
+        Starting.INSTANCES.clear();
         servers.clear();
         client = null;
-        starter.shutdownNow();
+    }
+
+    /** A new cluster can start in this JVM: every node stops, its persistence and the message rules, records
+     * and transactions are forgotten (each scenario gets fresh persistence directories). */
+    synchronized JsonObject reset() throws Exception {
+        stopNodes();
+        control.reset();
+        txs.shutdown();
+        System.clearProperty("IGNITE_PDS_WAL_REBALANCE_THRESHOLD");
+        JsonArray removed = new JsonArray();
+        if (setup != null) {
+            try (var dirs = java.nio.file.Files.list(setup.workDir)) {
+                for (Path dir : dirs.filter(java.nio.file.Files::isDirectory).collect(Collectors.toList())) {
+                    deleteTree(dir);
+                    removed.add(dir.getFileName().toString());
+                }
+            }
+        }
+        setup = null;
+        JsonObject o = new JsonObject();
+        o.add("removed", removed);
+        return o;
+    }
+
+    private static void deleteTree(Path dir) throws java.io.IOException {
+        try (var paths = java.nio.file.Files.walk(dir)) {
+            for (Path p : paths.sorted(Comparator.reverseOrder()).collect(Collectors.toList()))
+                java.nio.file.Files.delete(p);
+        }
+    }
+
+    /** TruncateWal: a checkpoint, then the WAL history before it is given up (its checkpoints forgotten and
+     * archived segments below it deleted), so this server supplies history only from its counters now. */
+    synchronized JsonObject truncateWal(String name) throws Exception {
+        IgniteEx ig = server(name);
+        GridCacheDatabaseSharedManager db = db(ig);
+        checkpoint(List.of(name));
+        var hist = db.checkpointHistory();
+        int before = hist.checkpoints().size();
+        List<?> removed = hist.removeCheckpoints(before - 1);
+        WALPointer mark = hist.lastCheckpoint().checkpointMark();
+        int segments = ig.context().cache().context().wal().truncate(mark);
+        JsonObject o = new JsonObject();
+        o.addProperty("checkpointsRemoved", removed.size());
+        o.addProperty("segmentsDeleted", segments);
+        o.addProperty("reservedForPreloading", String.valueOf(db.latestWalPointerReservedForPreloading()));
+        return o;
     }
 }
