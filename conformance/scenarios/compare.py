@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
+import re
 from typing import Any
 
 from conformance.scenarios.adapters.base import System
@@ -120,6 +120,13 @@ class SideBySide:
         return self.real.failure is None and not self.failing_checks and not self.unexplained
 
 
+def noted(path: str, pattern: str) -> bool:
+    """Whether a note's pattern names the expectation at `path`: '*' matches any text, '?' one character,
+    everything else itself (brackets too: steps[15] is the step)."""
+    wildcards = re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".")
+    return re.fullmatch(wildcards, path) is not None
+
+
 def side_by_side(scenario: ScenarioFile, system: str, explain: Explainer) -> SideBySide:
     """Run the scenario on the implementation and on `system`, observing both after every step; explain
     each difference, and each expectation failing on `system` by the scenario's notes for it."""
@@ -135,11 +142,11 @@ def side_by_side(scenario: ScenarioFile, system: str, explain: Explainer) -> Sid
 
     result.real = run_scenario(scenario, system, watch=watch)
     notes = scenario.systems.get(system)  # type: ignore[call-overload]
-    noted = notes.differences if notes else {}
+    notes_of = notes.differences if notes else {}
     for check in result.real.checks:
-        reason = next((why for pattern, why in noted.items() if fnmatchcase(check.path, pattern)), None)
+        reason = next((why for pattern, why in notes_of.items() if noted(check.path, pattern)), None)
         if not check.holds and reason is not None:
             result.explained_checks.append((check, reason))
-    used = {p for p in noted if any(fnmatchcase(c.path, p) for c, _ in result.explained_checks)}
-    result.unused_notes = sorted(set(noted) - used)
+    used = {p for p in notes_of if any(noted(c.path, p) for c, _ in result.explained_checks)}
+    result.unused_notes = sorted(set(notes_of) - used)
     return result

@@ -41,6 +41,13 @@ KNOWN: dict[str, str] = {
     "copy's entries during a full rebalance and sends batch_size entries per batch. The copy's data, counter "
     "and state differ until both finished. Verdict: tidemark simplifies; see "
     "docs/findings/full-rebalance-keeps-entries.md for the state it leaves.",
+    "wal-reservation": "Ignite reserves a supplier's WAL history while an exchange may ask for it and while "
+    "a historical rebalancing reads it; a full rebalancing reads pages, so the supplier may truncate its WAL "
+    "meanwhile. tidemark refuses TruncateWal while the server supplies any rebalancing. Verdict: tidemark "
+    "is stricter than Ignite (no effect on what is stored).",
+    "supplier-choice": "Ignite's coordinator elects the supplier of a historical rebalancing among the "
+    "owners with the highest counter whose WAL reaches back far enough (any of them); tidemark takes the "
+    "oldest. Verdict: tidemark simplifies (every candidate holds the same updates).",
     "restart-joins": "tidemark's Restart rebuilds a server from its disk without joining it (protocol pme "
     "joins it at the Join step, protocol 2pc never); Ignite joins a server as it starts (the harness holds "
     "its join exchange open). Ignite's topology counts the join from the Restart on, and with protocol 2pc "

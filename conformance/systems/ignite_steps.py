@@ -416,11 +416,13 @@ class StepDriver:
         return True
 
     def _truncatable(self, node: str, obs: Observation) -> bool:
-        """Ignite keeps the WAL a running rebalancing reads; truncating gives up history below the LWM."""
+        """Something to give up (history below an OWNING copy's LWM) that no exchange or rebalancing has
+        reserved (Ignite's own WAL reservation)."""
         view = obs.nodes.get(node)
-        if view is None or self.held(SUPPLY, sender=node):
+        if view is None:
             return False
-        return any(c.state == "OWNING" and view.history.get(p, 0) < c.lwm for p, c in view.partitions.items())
+        behind = any(c.state == "OWNING" and view.history.get(p, 0) < c.lwm for p, c in view.partitions.items())
+        return behind and not self.h.call("truncate_wal", node=node, dry=True)["reserved"]
 
 
 def _label(kind: str, tx: str | None) -> str:

@@ -181,7 +181,7 @@ public final class Harness {
             case "reset":
                 return nodes.reset();
             case "truncate_wal":
-                return nodes.truncateWal(Json.str(c, "node"));
+                return nodes.truncateWal(Json.str(c, "node"), Json.boolOr(c, "dry", false));
             case "sent":
                 return control.sentJson(Json.longOr(c, "since", 0), Json.strOr(c, "type", null),
                     Json.strOr(c, "from", null), Json.strOr(c, "to", null), Json.strOr(c, "tx", null));

@@ -415,9 +415,16 @@ final class Nodes {
 
     /** TruncateWal: a checkpoint, then the WAL history before it is given up (its checkpoints forgotten and
      * archived segments below it deleted), so this server supplies history only from its counters now. */
-    synchronized JsonObject truncateWal(String name) throws Exception {
+    synchronized JsonObject truncateWal(String name, boolean dry) throws Exception {
         IgniteEx ig = server(name);
         GridCacheDatabaseSharedManager db = db(ig);
+        if (dry) {
+            // Ignite keeps history an exchange or a rebalancing reserved: it would not truncate it.
+            WALPointer first = db.checkpointHistory().firstCheckpointPointer();
+            JsonObject o = new JsonObject();
+            o.addProperty("reserved", first != null && ig.context().cache().context().wal().reserved(first));
+            return o;
+        }
         checkpoint(List.of(name));
         var hist = db.checkpointHistory();
         int before = hist.checkpoints().size();
