@@ -15,9 +15,9 @@ from the implementation is explained.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-import re
 from typing import Any
 
 from conformance.scenarios.adapters.base import System

@@ -45,14 +45,21 @@ KNOWN: dict[str, str] = {
     "a historical rebalancing reads it; a full rebalancing reads pages, so the supplier may truncate its WAL "
     "meanwhile. tidemark refuses TruncateWal while the server supplies any rebalancing. Verdict: tidemark "
     "is stricter than Ignite (no effect on what is stored).",
+    "prepared-at-once": "A primary with no backup left to answer is PREPARED in Ignite as soon as it "
+    "prepared locally; tidemark's primary waits for its Prepared step (which has no answer to collect). "
+    "Verdict: tidemark's step granularity.",
+    "empty-copy": "A copy that never held an update has no partition file in Ignite: a server restarting "
+    "without one shows no copy (no counter) until its exchange creates it, where tidemark keeps an empty "
+    "copy with counter 0 on the server's disk. Verdict: tidemark simplifies (no update is involved).",
     "supplier-choice": "Ignite's coordinator elects the supplier of a historical rebalancing among the "
     "owners with the highest counter whose WAL reaches back far enough (any of them); tidemark takes the "
     "oldest. Verdict: tidemark simplifies (every candidate holds the same updates).",
     "restart-joins": "tidemark's Restart rebuilds a server from its disk without joining it (protocol pme "
     "joins it at the Join step, protocol 2pc never); Ignite joins a server as it starts (the harness holds "
     "its join exchange open). Ignite's topology counts the join from the Restart on, and with protocol 2pc "
-    "the copy is still OWNING where tidemark shows the state the join would give it. Verdict: the model's "
-    "convention.",
+    "the copy is still OWNING where tidemark shows the state the join would give it; with protocol pme "
+    "an exchange that runs before tidemark's Join completes Ignite's join, so the server is already "
+    "running (and may be rebalanced). Verdict: the model's convention (walks join at once).",
 }
 
 _COPY = re.compile(r"^(?P<node>\w+)\.p(?P<part>\d+)\.(?P<field>\w+)$")
@@ -71,10 +78,12 @@ def explain(
     topology = path.startswith("topology.")
     restarted = [n for n in system.servers if impl[n].get("state") == "restarted"]
     joining = set(getattr(system, "starting_servers", lambda: [])())
-    if (topology and restarted) or (node in restarted and system.scenario.protocol == "2pc"):
+    if (topology and restarted) or node in restarted:
         return "restart-joins"
     if field == "state" and node in joining:
         return "restart-joins"  # a joining copy shows its own disk's state until its exchange ends
+    if part is not None and _empty_copy(node, part, impl, real):
+        return "empty-copy"
     if (
         field == "hwm"
         and part is not None
@@ -90,6 +99,10 @@ def explain(
         return "one-phase-commit"
     if _left_pending(impl) and (topology or field in ("lwm", "hwm", "items")):
         return "pme-free-switch"
+    tx = path.rsplit(".", 1)[1]
+    states = tuple(seen.get(node or "", {}).get("txs", {}).get(tx) for seen in (impl, real))
+    if field == "txs" and states == ("preparing", "prepared"):
+        return "prepared-at-once"
     if path.startswith(f"{system.client}."):
         tx = path.split(".", 1)[1]
         if real[system.client].get(tx) == "rolledBack" and impl[system.client].get(tx) in (
@@ -114,21 +127,30 @@ def _primary(node: str | None, part: int, seen: dict[str, Any]) -> bool:
 
 
 def _one_phase(node: str, impl: dict[str, Any], real: dict[str, Any], system: System) -> bool:
-    """A transaction Ignite commits in one phase is further on this server than in tidemark: its state, or
-    its writes there (which stay when the server fails before tidemark's model commits it)."""
+    """A transaction Ignite commits in one phase is further on this server than in tidemark, which has not
+    decided it yet: its state there, or its writes (which stay when the server fails before tidemark's
+    model commits it). A transaction tidemark rolled back is no such case."""
     one_phase: set[str] = getattr(getattr(system, "driver", None), "one_phase", set())
     writes: dict[str, dict[int, str]] = getattr(system, "tx_keys", {})
     theirs, ours = impl.get(node, {}), real.get(node, {})
     for tx in one_phase:
-        if theirs.get("txs", {}).get(tx) != "committed" and ours.get("txs", {}).get(tx) not in (
-            None,
-            theirs.get("txs", {}).get(tx),
-        ):
+        if impl[system.client].get(tx) == "rolledBack":
+            continue
+        state, real_state = theirs.get("txs", {}).get(tx), ours.get("txs", {}).get(tx)
+        if state not in ("committed", "rolledBack") and real_state not in (None, state):
             return True
         written = [(str(k), v) for k, v in writes.get(tx, {}).items()]
         if any(ours.get("data", {}).get(k) == v != theirs.get("data", {}).get(k) for k, v in written):
             return True
     return False
+
+
+def _empty_copy(node: str | None, part: int, impl: dict[str, Any], real: dict[str, Any]) -> bool:
+    """One side shows no copy (or no counter) where the other's copy is empty: counter 0, no items."""
+    a, b = (seen.get(node or "", {}).get(f"p{part}", {}) for seen in (impl, real))
+    empty = [c for c in (a, b) if c.get("lwm") == 0 and not c.get("items")]
+    missing = [c for c in (a, b) if "lwm" not in c]
+    return bool(empty) and bool(missing) and not impl.get(node or "", {}).get("data")
 
 
 def _left_pending(impl: dict[str, Any]) -> bool:

@@ -68,6 +68,7 @@ class StepDriver:
         # Transactions Ignite commits in one phase (one primary, at most one backup): the backup commits on
         # the prepare request, the primary on its answer, and no finish request is ever sent.
         self.one_phase: set[str] = set()
+        self.decided: set[str] = set()  # one-phase transactions whose prepare reached the primary
 
     def hold_all(self, servers: list[str]) -> None:
         for tx in self.tx_keys:
@@ -135,7 +136,7 @@ class StepDriver:
         owners = view.assignment.get(part, ()) if view else ()
         return [n for n in owners[1:] if n in obs.nodes]
 
-    def _settled(self, node: str) -> bool:
+    def settled(self, node: str) -> bool:
         """The server runs and has no exchange in progress."""
         view = self.observe(entries=False).nodes.get(node)
         return view is not None and view.exchange_done and not view.pending and view.top_ver == view.disco_ver
@@ -182,6 +183,11 @@ class StepDriver:
 
     def _tx_rollback(self, tx: str) -> None:
         """The client rolls back: a finish request to the primary, or (its primary gone) nothing to send."""
+        if tx in self.decided:
+            raise NotPossible(
+                f"one-phase-commit: Ignite committed {tx} at its prepare (one primary, at most one backup); "
+                "no rollback follows a one-phase prepare in Ignite (its API prepares and commits in one call)"
+            )
         self.h.call("tx_rollback", tx=tx, wait_ms=100)
         self._until(
             lambda: (
@@ -207,6 +213,8 @@ class StepDriver:
     def _prepare(self, tx: str, node: str) -> list[HeldMessage]:
         since, backups = self.mark(), self._backups(tx)
         released = self._deliver(NEAR_PREPARE, tx, node)
+        if tx in self.one_phase:
+            self.decided.add(tx)
         for b in backups:
             self._await_sent(since, DHT_PREPARE, sender=node, to=b, tx=tx)
         if not backups:
@@ -289,9 +297,16 @@ class StepDriver:
         self.h.call("fail", node=node)
 
     def _restart(self, node: str) -> None:
-        """The server starts from its persistence and joins (its join exchange's single message is held)."""
+        """The server starts from its persistence and joins: done once it recovered its copies from its WAL
+        and entered its join exchange (whose single message is held)."""
         self.h.call("restart", node=node, wait_ms=500)
-        self._until(lambda: self._seen(node), f"{node}'s start")
+
+        def joining() -> bool:
+            obs = self.observe(entries=False)
+            view = obs.starting.get(node)
+            return node in obs.nodes or (view is not None and bool(view.pending))
+
+        self._until(joining, f"{node}'s start")
 
     def _seen(self, node: str) -> bool:
         obs = self.observe(entries=False)
@@ -302,7 +317,12 @@ class StepDriver:
         self._until(lambda: self._seen(node), f"{node} joining")
 
     def _baseline_change(self) -> None:
-        self.h.call("baseline")
+        """The operator sets the baseline to the running servers: its exchange starts (and may be held)."""
+        if not self.h.call("baseline", wait_ms=500)["done"]:
+            self._until(
+                lambda: any(v.pending for v in self.observe(entries=False).nodes.values()),
+                "the baseline change's exchange",
+            )
 
     def _checkpoint(self, node: str) -> None:
         self.h.call("checkpoint", nodes=[node])
@@ -314,14 +334,23 @@ class StepDriver:
 
     def _send_single(self, node: str) -> list[HeldMessage]:
         """The server's single message reaches the coordinator, if it sends one: the coordinator's own is
-        local, and Ignite's PME-free switch (a baseline server left) exchanges no messages."""
+        local, and Ignite's PME-free switch (a baseline server left) exchanges no messages. Where tidemark
+        merged two exchanges and Ignite finished the first (its full message to this server held), the
+        server sends its single for the second only once that full message arrived: it is delivered."""
         released: list[HeldMessage] = []
+        grace = time.monotonic() + 1.0
 
         def sent() -> bool:
             released.extend(self._release(SINGLE, sender=node))
+            if any(m.type == SINGLE for m in released):
+                return True
             view = self.observe(entries=False)
             me = view.nodes.get(node) or view.starting.get(node)
-            return bool(released) or (me is not None and me.coordinator == node) or self._settled(node)
+            if (me is not None and me.coordinator == node) or self.settled(node):
+                return True
+            if time.monotonic() > grace:
+                released.extend(self._release(FULL, to=node))
+            return False
 
         self._until(sent, f"{node}'s single message")
         return released
@@ -334,7 +363,7 @@ class StepDriver:
         def finished() -> bool:
             released.extend(self._release(SINGLE, to=node) + self._release(FULL, sender=node))
             obs = self.observe(entries=False)
-            return all(self._settled(n) for n in obs.nodes) and not obs.starting
+            return all(self.settled(n) for n in obs.nodes) and not obs.starting
 
         self._until(finished, f"the exchange {node} coordinates")
         return released
@@ -345,7 +374,7 @@ class StepDriver:
 
         def finished() -> bool:
             released.extend(self._release(SINGLE) + self._release(FULL))
-            return all(self._settled(n) for n in self.observe(entries=False).nodes)
+            return all(self.settled(n) for n in self.observe(entries=False).nodes)
 
         self._until(finished, "the exchange")
         return released
@@ -402,7 +431,7 @@ class StepDriver:
             return bool(self.held(receiver[name], tx=tx, to=node))
         if name == "TxStart":
             part = key_partition(min(self.tx_keys[str(tx)]), self.partitions)
-            return all(self._settled(n) and part not in v.lost for n, v in obs.nodes.items())
+            return all(self.settled(n) and part not in v.lost for n, v in obs.nodes.items())
         if name == "Recover":
             return any(v.txs.get(str(tx), "COMMITTED") not in FINISHED_TX for v in obs.nodes.values())
         if name == "SendSingle":
@@ -421,7 +450,8 @@ class StepDriver:
         view = obs.nodes.get(node)
         if view is None:
             return False
-        behind = any(c.state == "OWNING" and view.history.get(p, 0) < c.lwm for p, c in view.partitions.items())
+        copies = view.partitions.items()
+        behind = any(c.state == "OWNING" and view.history.get(p, 0) < c.lwm for p, c in copies)
         return behind and not self.h.call("truncate_wal", node=node, dry=True)["reserved"]
 
 

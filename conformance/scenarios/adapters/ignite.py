@@ -23,6 +23,7 @@ started) reads as the scenario's initial 1.0.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -228,7 +229,9 @@ class IgniteSystem(System):
         try:
             events = self.driver.take(step.step, **self._params(step))
         except NotPossible as error:
-            raise StepRefused(f"{step_text(step)} on Ignite: {error}", reason=f"Ignite: {error}") from error
+            # The driver speaks of Ignite's nodes: the reason names the scenario's servers.
+            why = re.sub(r"\bs\d+\b", lambda m: self.to_scenario.get(m.group(0), m.group(0)), str(error))
+            raise StepRefused(f"{step_text(step)} on Ignite: {why}", reason=f"Ignite: {why}") from error
         self._read_demands()
         if step.step in ("Join", "Restart"):
             node = str(step_params(step)["node"])
@@ -381,10 +384,13 @@ class IgniteSystem(System):
         return self._rebalanced.get((node, part))
 
     def idle_verify(self) -> IdleVerifyView | None:
-        """Ignite's idle_verify (it waits for a checkpoint on every running server)."""
+        """Ignite's idle_verify (it waits for a checkpoint on every running server); None while an exchange
+        is open (idle_verify would wait for it: it checks an idle cluster)."""
         if self.scenario.protocol != "pme":
             return None
         obs = self.driver.observe()
+        if obs.starting or not all(self.driver.settled(n) for n in obs.nodes):
+            return None
         if not obs.nodes:
             return IdleVerifyView(clean=True, counter_conflicts={}, hash_conflicts={}, skipped={}, lost=[])
         report = self.driver.h.idle_verify()

@@ -204,7 +204,7 @@ public final class Harness {
             case "await_start":
                 return nodes.awaitStart(Json.str(c, "node"), wait);
             case "baseline":
-                return nodes.baseline(c.has("nodes") ? Json.strings(c, "nodes") : null);
+                return nodes.baseline(c.has("nodes") ? Json.strings(c, "nodes") : null, wait);
             case "checkpoint":
                 return nodes.checkpoint(c.has("nodes") ? Json.strings(c, "nodes") : null);
             case "reset_lost":

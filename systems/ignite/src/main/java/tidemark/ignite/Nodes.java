@@ -151,11 +151,21 @@ final class Nodes {
         return o;
     }
 
-    /** BaselineChange: the given servers (alive or in the current baseline), or all running servers. */
-    synchronized JsonObject baseline(List<String> names) {
-        IgniteEx c = client();
-        if (names == null)
-            c.cluster().setBaselineTopology(c.cluster().topologyVersion());
+    /** BaselineChange: the given servers (alive or in the current baseline), or all running servers. The
+     * change runs an exchange (which the harness may hold): it is applied in the background, and the answer
+     * says whether it completed within `waitMs`. It is asked of the oldest server, not the client: a client
+     * sends the change as a compute job to a server, which could then not stop until the change completed. */
+    JsonObject baseline(List<String> names, long waitMs) throws Exception {
+        IgniteEx c;
+        synchronized (this) {
+            c = servers.values().stream().min(Comparator.comparingLong(ig -> ig.localNode().order()))
+                .orElseThrow(() -> new IllegalArgumentException("no running server"));
+        }
+        Runnable change;
+        if (names == null) {
+            long ver = c.cluster().topologyVersion();
+            change = () -> c.cluster().setBaselineTopology(ver);
+        }
         else {
             Map<String, BaselineNode> known = new TreeMap<>();
             Collection<BaselineNode> current = c.cluster().currentBaselineTopology();
@@ -169,9 +179,22 @@ final class Nodes {
                     throw new IllegalArgumentException("server " + n + " is neither running nor in the baseline");
                 chosen.add(known.get(n));
             }
-            c.cluster().setBaselineTopology(chosen);
+            change = () -> c.cluster().setBaselineTopology(chosen);
         }
-        return baselineJson();
+        Future<?> fut = starter.submit(change);
+        JsonObject o = new JsonObject();
+        try {
+            fut.get(waitMs, TimeUnit.MILLISECONDS);
+            o.addProperty("done", true);
+        }
+        catch (TimeoutException e) {
+            o.addProperty("done", false);
+        }
+        catch (java.util.concurrent.ExecutionException e) {
+            throw new IllegalStateException("the baseline change failed: " + e.getCause(), e.getCause());
+        }
+        o.add("baseline", baselineJson().get("baseline"));
+        return o;
     }
 
     private JsonObject baselineJson() {
@@ -387,6 +410,19 @@ final class Nodes {
     /** A new cluster can start in this JVM: every node stops, its persistence and the message rules, records
      * and transactions are forgotten (each scenario gets fresh persistence directories). */
     synchronized JsonObject reset() throws Exception {
+        // Held messages are delivered first: a node waiting for one (a joining server's exchange) could not
+        // stop, and nothing is observed any more.
+        control.clearRules();
+        for (MessageControl.Held h : control.take(control.matching(null, null, null, null)))
+            h.deliver().run();
+        for (Future<IgniteEx> f : starting.values()) {
+            try {
+                f.get(10, TimeUnit.SECONDS);
+            }
+            catch (Exception e) {
+                f.cancel(true); // a start that fails or hangs is cut short; stopping the nodes follows
+            }
+        }
         stopNodes();
         control.reset();
         txs.shutdown();

@@ -235,8 +235,9 @@ final class Observer {
     static JsonObject idleVerify(IgniteEx ig) throws Exception {
         CacheIdleVerifyCommandArg arg = new CacheIdleVerifyCommandArg();
         arg.caches(new String[] {ClusterSetup.CACHE});
-        VisorTaskResult<IdleVerifyResult> answer = ig.compute(ig.cluster().forLocal()).execute(IdleVerifyTask.class,
-            new VisorTaskArgument<>(ig.localNode().id(), arg, false));
+        // The task waits for exchanges in progress: bounded, so a held exchange cannot hang the harness.
+        VisorTaskResult<IdleVerifyResult> answer = ig.compute(ig.cluster().forLocal()).withTimeout(20_000)
+            .execute(IdleVerifyTask.class, new VisorTaskArgument<>(ig.localNode().id(), arg, false));
         IdleVerifyResult res = answer.result();
         JsonObject o = new JsonObject();
         o.addProperty("hasConflicts", res.hasConflicts());
