@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from conformance.doctor import add_doctor
 from conformance.errors import TidemarkError
 from conformance.tlc.output import TlcResult
 from conformance.tlc.runner import TlcOptions
@@ -317,9 +318,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     if args.system != "impl":
         from conformance.scenarios.real import scenario_on_system
 
-        return scenario_on_system(
-            scenario, args.system, version=args.ignite_version, out=args.out, as_json=args.json, console=out
-        )
+        return scenario_on_system(scenario, args, out)
     target = output_paths(args.out, scenario.name)[0]  # checked before the run
     result = run_scenario(scenario)
     diagram, page = write_outputs(result, target)
@@ -563,6 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
     scenario.add_argument("--ignite-version", default="2.18.0", help="Ignite for --system ignite (2.18.0)")
     scenario.set_defaults(run=cmd_scenario)
 
+    add_doctor(commands)
     verify = commands.add_parser(
         "verify", help="the main job: check, conform, validate every standard model, the bug zoo; HTML report"
     )

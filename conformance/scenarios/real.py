@@ -10,9 +10,9 @@ start (conformance/systems/ignite.py IgniteError).
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -43,10 +43,10 @@ def cannot_run(scenario: ScenarioFile, system: str) -> str | None:
     return notes.cannot_run if notes else None
 
 
-def scenario_on_system(
-    scenario: ScenarioFile, system: str, *, version: str, out: Path | None, as_json: bool, console: Console
-) -> int:
-    """The command: run, write the real run's diagram and page, print the table (or JSON); the exit code."""
+def scenario_on_system(scenario: ScenarioFile, args: argparse.Namespace, console: Console) -> int:
+    """The command (`args`: system, ignite_version, out, json): run, write the real run's diagram and page,
+    print the table (or JSON); the exit code."""
+    system, version, out, as_json = args.system, args.ignite_version, args.out, args.json
     reason = cannot_run(scenario, system)
     if reason is not None:
         if as_json:

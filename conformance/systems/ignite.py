@@ -266,9 +266,15 @@ class IgniteHarness:
     """One harness JVM: a real Ignite cluster driven command by command (use as a context manager)."""
 
     def __init__(
-        self, version: str = DEFAULT_VERSION, *, timeout: float = 180.0, keep_dir: bool = False
+        self,
+        version: str = DEFAULT_VERSION,
+        *,
+        timeout: float = 180.0,
+        keep_dir: bool = False,
+        heap: str | None = None,
     ) -> None:
         self.version = version
+        self.heap = heap  # the JVM's -Xmx instead of jvm.options' (e.g. "1g")
         self.timeout = timeout  # seconds one command may take before the harness counts as hung
         self.keep_dir = keep_dir
         self.work_dir: Path | None = None
@@ -290,9 +296,12 @@ class IgniteHarness:
         target = build_harness(self.version)
         self.work_dir = Path(tempfile.mkdtemp(prefix="tidemark-ignite-"))
         classpath = f"{target / 'harness.jar'}{os.pathsep}{target / 'lib' / '*'}"
+        options = jvm_options()
+        if self.heap is not None:
+            options = [o for o in options if not o.startswith("-Xm")] + [f"-Xmx{self.heap}"]
         cmd = [
             "java",
-            *jvm_options(),
+            *options,
             "-cp",
             classpath,
             "tidemark.ignite.Harness",
@@ -389,6 +398,7 @@ class IgniteHarness:
         checkpoints: bool = True,
         order: list[str] | None = None,
         rebalance_batch_bytes: int = 0,
+        base_port: int | None = None,
     ) -> dict[str, Any]:
         """Servers s1..sN (started in `order`, default by number: the first is the oldest and coordinates)
         and client c1, persistence on, cache `tidemark` (TRANSACTIONAL, FULL_SYNC), active, baseline = the
@@ -403,7 +413,7 @@ class IgniteHarness:
             "backups": servers - 1 if backups is None else backups,
             "loss_policy": loss_policy,
             "checkpoints": checkpoints,
-            "base_port": free_base_port(),
+            "base_port": free_base_port() if base_port is None else base_port,
         }
         if wal_rebalance_threshold is not None:
             args["wal_rebalance_threshold"] = wal_rebalance_threshold

@@ -16,6 +16,8 @@ task (local[2]: two at a time). Each result is a plain dict (JSON), the walk's s
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import re
 import time
@@ -177,17 +179,26 @@ def walk_record(model: WalkModel, seed: int, index: int, steps: int, explain: An
 
 
 def run_walks(
-    config: Path, seed: int, steps: int, indices: Iterator[int], version: str
+    config: Path, seed: int, steps: int, indices: Iterator[int], version: str, spool: Path | None = None
 ) -> Iterator[dict[str, Any]]:
     """Walks on one harness JVM, one fresh cluster each (the per-task function of the Spark job). A walk
     the harness fails on (a hung or dead JVM: IgniteError) is recorded with its error, and the next walk
-    gets a new JVM."""
+    gets a new JVM. With `spool`, each record is also appended to spool/walks-<first index>.jsonl as it
+    is made (a long campaign shows its progress, and keeps what it did if it is stopped)."""
+    for record in _walks(config, seed, steps, list(indices), version):
+        if spool is not None:
+            spool.mkdir(parents=True, exist_ok=True)
+            with (spool / f"walks-{record['index'] // 1000:04d}-{os.getpid()}.jsonl").open("a") as f:
+                f.write(json.dumps(record) + "\n")
+        yield record
+
+
+def _walks(config: Path, seed: int, steps: int, pending: list[int], version: str) -> Iterator[dict[str, Any]]:
     from conformance.scenarios.adapters.ignite import shared_harness
     from conformance.systems.ignite import IgniteError
     from conformance.systems.ignite_differences import explain
 
     model = WalkModel.read(config)
-    pending = list(indices)
     while pending:
         with shared_harness(version):
             while pending:
@@ -208,12 +219,20 @@ def run_walks(
 
 
 def run_walks_on_spark(
-    spark: Any, config: Path, *, count: int, steps: int, seed: int, version: str, slices: int | None = None
+    spark: Any,
+    config: Path,
+    *,
+    count: int,
+    steps: int,
+    seed: int,
+    version: str,
+    slices: int | None = None,
+    spool: Path | None = None,
 ) -> list[dict[str, Any]]:
     """The walks as a Spark job: `slices` tasks (default two per core), each with its own harness JVM."""
     parallelism = spark.sparkContext.defaultParallelism
     slices = slices or max(1, min(count, parallelism * 2))
-    job = partial(run_walks, config, seed, steps, version=version)
+    job = partial(run_walks, config, seed, steps, version=version, spool=spool)
     records: list[dict[str, Any]] = (
         spark.sparkContext.parallelize(range(count), slices).mapPartitions(job).collect()
     )
