@@ -32,7 +32,9 @@ from conformance.systems.ignite_walks import (
     shrink,
     signatures,
     walk_steps,
+    walk_trace,
 )
+from conformance.validate import validate_traces
 
 
 def shrink_all(
@@ -106,6 +108,9 @@ def main() -> int:
         for r in records:  # the same walks on the implementation alone, for the ratio
             model.initial().run(walk_steps(model, args.seed, r["index"], args.steps))
         impl_elapsed = time.monotonic() - impl_started
+        drawn = [(r["walk"], walk_steps(model, args.seed, r["index"], args.steps)) for r in records]
+        traces = [walk_trace(model, name, steps) for name, steps in drawn]
+        validation = validate_traces(traces, Path("spec/PME.tla"), args.config)
         args.out.mkdir(parents=True, exist_ok=True)
         with (args.out / "walks.jsonl").open("w") as f:
             for r in records:
@@ -116,6 +121,10 @@ def main() -> int:
             kinds.update(r["differences"])
         model_name = args.config.name
         print(f"walks: {len(records)} of up to {args.steps} steps ({total_steps} steps), model {model_name}")
+        print(
+            f"TLC: {validation.accepted}/{validation.traces} walks are behaviors of spec/PME.tla "
+            f"({validation.tlc_seconds:.0f} s)"
+        )
         print(
             f"time: {elapsed:.0f} s on {args.master}: {len(records) / elapsed * 60:.1f} walks/min, "
             f"{total_steps / elapsed:.1f} steps/s (impl alone: {total_steps / impl_elapsed:.0f} steps/s, "

@@ -28,10 +28,12 @@ from pathlib import Path
 from typing import Any, cast
 
 from conformance.mappings import mapping_for
-from conformance.mappings.tx_counters import TxCountersMapping
+from conformance.mappings.tx_counters import TxCountersMapping, TxReplay, step_value
 from conformance.scenarios.compare import SideBySide, side_by_side
 from conformance.scenarios.format import STEP_TAGS, ScenarioFile
 from conformance.tlc.config import read_config
+from conformance.tlc.values import Record
+from conformance.traces import Trace
 from impl.cluster import Step, StepNotEnabled
 from impl.pme import PmeCluster
 
@@ -86,6 +88,17 @@ def walk_steps(model: WalkModel, seed: int, index: int, steps: int) -> list[Step
             cluster = cast(PmeCluster, cluster.apply(join))
             taken.append(join)
     return taken
+
+
+def walk_trace(model: WalkModel, name: str, steps: list[Step]) -> Trace:
+    """The walk as a trace of spec states (through the model's mapping), for `tidemark validate`: the steps
+    driven on Ignite are a behavior of spec/PME.tla when TLC accepts it."""
+    cluster: PmeCluster = model.initial()
+    states = [model.mapping.abstract(TxReplay(cluster, Record(name="Init")))]
+    for step in steps:
+        cluster = cast(PmeCluster, cluster.apply(step))
+        states.append(model.mapping.abstract(TxReplay(cluster, step_value(step))))
+    return Trace(id=name, spec="PME", states=tuple(states), config=str(model.config))
 
 
 def as_scenario(model: WalkModel, name: str, steps: list[Step]) -> ScenarioFile:
