@@ -213,7 +213,8 @@ def _walks(config: Path, seed: int, steps: int, pending: list[int], version: str
 
     model = WalkModel.read(config)
     while pending:
-        with shared_harness(version):
+        # A step Ignite takes at all takes a second or two; waiting longer only slows walks that diverged.
+        with shared_harness(version, step_timeout=12):
             while pending:
                 index = pending.pop(0)
                 try:

@@ -87,19 +87,23 @@ class IgniteScenarioError(TidemarkError):
 
 # --- one harness JVM for many scenarios -----------------------------------------------------------------
 
-_SHARED: list[IgniteHarness] = []
+_SHARED: list[tuple[IgniteHarness, float]] = []
+STEP_TIMEOUT = 30.0  # seconds a step may wait for Ignite to act on it
 
 
 @contextmanager
-def shared_harness(version: str = DEFAULT_VERSION) -> Iterator[IgniteHarness]:
+def shared_harness(
+    version: str = DEFAULT_VERSION, step_timeout: float = STEP_TIMEOUT
+) -> Iterator[IgniteHarness]:
     """One harness JVM for every scenario run inside the block (each still gets a fresh cluster with fresh
-    persistence directories: `reset` between them). Without it each scenario starts and stops a JVM."""
+    persistence directories: `reset` between them), each step waiting at most `step_timeout` seconds for
+    Ignite. Without it each scenario starts and stops a JVM."""
     with IgniteHarness(version) as harness:
-        _SHARED.append(harness)
+        _SHARED.append((harness, step_timeout))
         try:
             yield harness
         finally:
-            _SHARED.remove(harness)
+            _SHARED.remove((harness, step_timeout))
 
 
 # --- servers -> Ignite's nodes ---------------------------------------------------------------------------
@@ -139,12 +143,12 @@ def _version(text: str) -> tuple[int, int]:
 class IgniteSystem(System):
     """One scenario on a fresh real Ignite cluster; see the module docstring."""
 
-    def __init__(self, scenario: ScenarioFile, *, step_timeout: float = 30.0) -> None:
+    def __init__(self, scenario: ScenarioFile, *, step_timeout: float | None = None) -> None:
         super().__init__(scenario)
         self.values = values(scenario)
         self.to_real = node_mapping(scenario)
         self.to_scenario = {v: k for k, v in self.to_real.items()} | {"c1": self.client}
-        self.step_timeout = step_timeout
+        self.step_timeout = step_timeout or (_SHARED[-1][1] if _SHARED else STEP_TIMEOUT)
         keys: dict[str, dict[int, str]] = {}
         for step in scenario.steps:
             if isinstance(step, TxStartStep):
@@ -162,7 +166,7 @@ class IgniteSystem(System):
 
     def __enter__(self) -> IgniteSystem:
         if _SHARED:
-            harness = _SHARED[-1]
+            harness = _SHARED[-1][0]
         else:
             harness = self._own = IgniteHarness()
             harness.open()
@@ -233,9 +237,10 @@ class IgniteSystem(System):
             why = re.sub(r"\bs\d+\b", lambda m: self.to_scenario.get(m.group(0), m.group(0)), str(error))
             raise StepRefused(f"{step_text(step)} on Ignite: {why}", reason=f"Ignite: {why}") from error
         self._read_demands()
-        if step.step in ("Join", "Restart"):
-            node = str(step_params(step)["node"])
-            self._joined.discard(node) if step.step == "Restart" else self._joined.add(node)
+        if step.step == "Join":
+            self._joined.add(str(step_params(step)["node"]))
+        elif step.step == "Restart":
+            self._joined.discard(str(step_params(step)["node"]))
         name = self.to_scenario.get
         return [
             MessageEvent.model_construct(
