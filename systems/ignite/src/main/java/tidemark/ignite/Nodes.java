@@ -331,7 +331,7 @@ final class Nodes {
         return true;
     }
 
-    /** Every running server's view; a starting server's as far as it is started ("starting": true); the
+    /** Every running server's view; each starting server's as far as it can be observed ("starting"); the
      * down servers by name. */
     synchronized JsonObject observe(boolean entries, boolean idleVerify) throws Exception {
         for (Map.Entry<String, Future<IgniteEx>> e : new ArrayList<>(starting.entrySet())) {
