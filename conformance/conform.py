@@ -12,6 +12,7 @@ Run directory layout (one per spec and model, reused by later commands):
 from __future__ import annotations
 
 import hashlib
+import logging
 import shutil
 import time
 from collections import defaultdict
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from conformance.errors import TidemarkError
 from conformance.mappings import mapping_for
@@ -39,8 +40,8 @@ from conformance.replay import (
 from conformance.spark import spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.dot import GRAPH_FORMAT, GraphSummary, dot_to_parquet
-from conformance.tlc.output import Outcome, TlcResult, parse_output
-from conformance.tlc.runner import TlcOptions, find_jar, run_tlc
+from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
+from conformance.tlc.runner import TlcOptions, find_jar, find_java, run_tlc
 from conformance.tlc.values import Value
 
 
@@ -238,8 +239,8 @@ def dump_graph(
     fingerprint = inputs_fingerprint(spec, config, options)
     tables = (graph / "states.parquet", graph / "edges.parquet")
     if record.is_file() and all(table.is_file() for table in tables):
-        known = GraphInputs.model_validate_json(record.read_text())
-        if known.fingerprint == fingerprint:
+        known = _recorded_graph(record, *tables)
+        if known is not None and known.fingerprint == fingerprint:
             return GraphDump(tlc=known.tlc, graph=known.graph, reused=True)
     record.unlink(missing_ok=True)  # the tables below are about to change
     dot = graph / "graph.dot"
@@ -256,6 +257,24 @@ def dump_graph(
         return GraphDump(tlc=result, graph=summary, load_seconds=round(time.monotonic() - started, 3))
     finally:
         dot.unlink(missing_ok=True)
+
+
+def _recorded_graph(record: Path, states: Path, edges: Path) -> GraphInputs | None:
+    """The run directory's record of its graph, None (with a notice) when the record or the tables it
+    describes are unreadable or disagree: the graph is then rebuilt."""
+    try:
+        known = GraphInputs.model_validate_json(record.read_bytes())
+        rows = (pq.read_metadata(states).num_rows, pq.read_metadata(edges).num_rows)
+    except (OSError, ValidationError, pa.ArrowException) as error:
+        problem = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+    else:
+        if rows == (known.graph.states, known.graph.edges):
+            return known
+        problem = f"the tables hold {rows[0]:,} states and {rows[1]:,} edges, the record says otherwise"
+    logging.getLogger("tidemark").warning(
+        "%s: discarding the stored state graph (%s); rebuilding it", record.parent, problem
+    )
+    return None
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -282,6 +301,8 @@ def conform(
     before anything changes, and every file is written under a temporary name and renamed.
     """
     phase = on_phase or (lambda _: None)
+    find_java()  # nothing is created in the run directory without the tools to fill it
+    find_jar()
     config = config or spec.with_suffix(".cfg")
     model = read_config(config)
     mapping_for(spec.stem, model.constants, mutant)  # bad spec, constants or mutant: fail before TLC runs
@@ -292,12 +313,14 @@ def conform(
     phase("model checking with TLC (state graph dump)")
     dump = dump_graph(spec, config, run_dir, options or TlcOptions(), on_line)
     tlc, graph = dump.tlc, dump.graph
+    if (error := tlc_failure(tlc, spec, config)) is not None:
+        raise error
     result = ConformResult(
         spec=spec.stem,
         config=str(config),
         mutant=mutant,
         outcome=tlc.outcome,
-        tlc_seconds=tlc.seconds,
+        tlc_seconds=0.0 if dump.reused else tlc.seconds,
         load_seconds=dump.load_seconds,
         graph_reused=dump.reused,
         tlc=tlc,

@@ -31,7 +31,8 @@ Not covered: variables declared in modules the spec INSTANCEs (only VARIABLES of
 modules it EXTENDS from its own directory are read); the model's invariants and state constraints
 are not checked on traces (a behavior beyond the model's constraints is still a behavior of the spec).
 A trace value of another type than the spec's (a string where it has an integer) makes TLC stop with an
-evaluation error, reported as an error of the whole run.
+evaluation error, reported as an error of the whole run; integers beyond TLC's 32 bits are refused before
+TLC runs, naming the trace, state and variable.
 """
 
 from __future__ import annotations
@@ -46,12 +47,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from conformance.errors import TidemarkError
+from conformance.errors import TidemarkError, ToolError
 from conformance.mappings import State
 from conformance.replay import state_diff
 from conformance.tlc.config import ModelConfig, read_config
 from conformance.tlc.dot import read_dot
-from conformance.tlc.output import Outcome, parse_output
+from conformance.tlc.output import OUTCOME_CLASS, Outcome, TlcResult, parse_output, tlc_failure
 from conformance.tlc.runner import TlcOptions, run_tlc
 from conformance.tlc.values import (
     JSON,
@@ -63,6 +64,9 @@ from conformance.tlc.values import (
     state_from_itf,
 )
 from conformance.traces import Trace
+
+# TLC's integers are Java ints.
+TLC_INT_MIN, TLC_INT_MAX = -(1 << 31), (1 << 31) - 1
 
 # Traces per TLC run: one JVM start is ~1 s, and the generated module grows with the batch.
 BATCH_SIZE = 500
@@ -154,6 +158,40 @@ def resolve_model(traces: Sequence[Trace], spec: Path | None, config: Path | Non
     return spec, Path(named) if named is not None else spec.with_suffix(".cfg")
 
 
+def _big_integers(value: Value, path: str) -> Iterator[tuple[str, int]]:
+    """The integers in `value` TLC cannot represent, each with its path (counter.b.lwm, log[2])."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not TLC_INT_MIN <= value <= TLC_INT_MAX:
+            yield path, value
+    elif isinstance(value, tuple):
+        for index, item in enumerate(value):
+            yield from _big_integers(item, f"{path}[{index}]")
+    elif isinstance(value, frozenset):  # an element has no path of its own: the set's
+        for item in value:
+            yield from _big_integers(item, path)
+    elif isinstance(value, Record):
+        for name, item in value.items():
+            yield from _big_integers(item, f"{path}.{name}")
+    elif isinstance(value, Function):
+        for key, item in value.items():
+            yield from _big_integers(key, path)
+            yield from _big_integers(item, f"{path}[{format_value(key)}]")
+
+
+def _check_integers(traces: Iterable[Trace]) -> None:
+    """Refuse integers beyond TLC's 32 bits here, where the trace, state and variable are known."""
+    for trace in traces:
+        for index, state in enumerate(trace.states):
+            for name, value in state.items():
+                for path, number in _big_integers(value, name):
+                    raise TidemarkError(
+                        f"trace {trace.id!r}: {number} is beyond TLC's integers",
+                        source=trace.source,
+                        location=trace.location(f"states[{index}].{path}"),
+                        expected=f"an integer from {TLC_INT_MIN} to {TLC_INT_MAX}",
+                    )
+
+
 def _check_variables(traces: Iterable[Trace], variables: Sequence[str], spec: str) -> None:
     expected = set(variables)
     for trace in traces:
@@ -186,6 +224,7 @@ class _Model:
     config: ModelConfig
     variables: tuple[str, ...]
     options: TlcOptions
+    traces: str = "the traces"  # their file, for errors
 
     @property
     def init(self) -> str:
@@ -296,17 +335,32 @@ def _run(model: _Model, module: str, config: str, name: str) -> tuple[list[dict[
         run = run_tlc(main, workdir / f"{name}.cfg", options)
         result = parse_output(run, source=f"TLC on the traces of {model.spec}")
         if result.outcome != Outcome.OK:
-            hint = " (a trace value of another type than the spec's?)"
-            raise TidemarkError(
-                f"TLC could not validate the traces: {result.outcome}: {result.error or 'no details'}"
-                + (hint if result.outcome == Outcome.EVALUATION_ERROR else ""),
-                source=f"TLC on {model.spec} with {model.config.path}",
-            )
+            raise _failure(model, name, result)
         with dot.open(encoding="utf-8") as handle:
             states = [
                 json.loads(str(row[2])) for kind, row in read_dot(handle, source=str(dot)) if kind == "state"
             ]
         return states, run.seconds
+
+
+def _failure(model: _Model, module: str, result: TlcResult) -> TidemarkError:
+    """The error for a run on a generated module: the user's spec, config or traces where TLC points
+    there; a failure of TLC, or a module tidemark generated wrong, otherwise (exit 3)."""
+    where = result.location.module if result.location is not None else None
+    if where != module and OUTCOME_CLASS[result.outcome] != "verdict":
+        error = tlc_failure(result, model.spec, model.config.path)
+        if error is not None and (where is not None or result.outcome != Outcome.EVALUATION_ERROR):
+            return error
+    if result.outcome in (Outcome.EVALUATION_ERROR, Outcome.NUMBER_TOO_BIG):
+        return TidemarkError(
+            f"TLC cannot evaluate the spec on these traces: {result.error or 'no details'}",
+            source=model.traces,
+            expected="values of the spec's types (an integer where the spec has one, ...)",
+        )
+    return ToolError(
+        f"TLC could not validate the traces: {result.outcome}: {result.error or 'no details'}",
+        source=f"TLC on {module}, generated from {model.spec.name}",
+    )
 
 
 def _batches(items: Sequence[Trace], size: int) -> Iterator[Sequence[Trace]]:
@@ -437,13 +491,15 @@ def _explain(model: _Model, failures: Sequence[tuple[Trace, int]]) -> tuple[list
 # Entry points.
 
 
-def _load_model(spec: Path, config: Path, options: TlcOptions | None) -> _Model:
+def _load_model(spec: Path, config: Path, options: TlcOptions | None, traces: str | None = None) -> _Model:
     if not spec.is_file():
         raise TidemarkError("no such spec", source=str(spec), expected="a .tla file")
     variables = spec_variables(spec)
     if not variables:
         raise TidemarkError("the spec declares no VARIABLES", source=str(spec))
-    return _Model(spec.resolve(), read_config(config), tuple(variables), options or TlcOptions())
+    return _Model(
+        spec.resolve(), read_config(config), tuple(variables), options or TlcOptions(), traces or "the traces"
+    )
 
 
 def validate_traces(
@@ -456,8 +512,9 @@ def validate_traces(
 ) -> ValidationReport:
     """Validate every trace against the spec under the model's constants: one TLC run per batch of
     traces, plus one per batch that has rejections (to explain them)."""
-    model = _load_model(spec, config, options)
+    model = _load_model(spec, config, options, traces[0].source if traces else None)
     _check_variables(traces, model.variables, spec.stem)
+    _check_integers(traces)
     report = ValidationReport(spec=str(spec), config=str(config), traces=len(traces), accepted=0)
     for batch in _batches(traces, batch_size):
         matched, seconds = _follow(model, batch)

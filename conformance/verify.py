@@ -26,7 +26,7 @@ from conformance.mappings import MAPPINGS, mapping_for
 from conformance.replay import Mismatch
 from conformance.spark import spark_session
 from conformance.tlc.config import read_config
-from conformance.tlc.output import Outcome, TlcResult, Violation, parse_output
+from conformance.tlc.output import Outcome, TlcResult, Violation, parse_output, tlc_failure
 from conformance.tlc.runner import TlcOptions, run_tlc
 from conformance.tlc.values import Record
 from conformance.traces import Trace
@@ -224,6 +224,8 @@ def _check_only(
 ) -> SpecReport:
     """A spec without a mapping: TLC's verdict is all there is."""
     result = parse_output(run_tlc(spec, config, options, on_line), source=f"TLC on {spec}")
+    if (error := tlc_failure(result, spec, config)) is not None:
+        raise error
     return SpecReport(
         spec=spec.stem,
         path=str(spec),

