@@ -367,7 +367,7 @@ def parse_output(run: TlcRun, *, source: str = "TLC output") -> TlcResult:
         result.location = _parse_error(plain)
         result.error = result.location.message
     elif outcome == Outcome.TIMEOUT:
-        result.error = f"stopped after {run.seconds:.1f} s"
+        result.error = f"TLC did not finish within its timeout: stopped after {run.seconds:.1f} s"
     elif outcome == Outcome.JVM_ERROR:
         result.error = _jvm_text(run.output)
     elif outcome == Outcome.TLC_FAILED and result.error is None:
@@ -430,7 +430,7 @@ def tlc_failure(result: TlcResult, spec: Path, config: Path) -> TidemarkError | 
         return ToolError(text, source=f"TLC on {shown_path(spec)}", expected=hint)
     if result.outcome == Outcome.TIMEOUT:
         return TidemarkError(
-            f"TLC did not finish on {shown_path(spec)} with {shown_path(config)}: {result.error}",
+            f"{result.error} ({shown_path(spec)} with {shown_path(config)})",
             source="--timeout",
             expected="more seconds, or a smaller model",
         )
