@@ -410,6 +410,7 @@ def cmd_distribution(args: argparse.Namespace) -> int:
         write_distribution_artifacts,
     )
     from conformance.spark import spark_session
+    from conformance.tlc.runner import find_java
 
     by_label = {a.label: a for a in DEFAULT_ALGORITHMS}
     unknown = [name for name in args.algorithms or [] if name not in by_label]
@@ -433,6 +434,7 @@ def cmd_distribution(args: argparse.Namespace) -> int:
         raise TidemarkError(
             first["msg"], source="distribution options", location=".".join(map(str, first["loc"]))
         ) from error
+    find_java()  # Spark's driver is a JVM
     with spark_session(args.master) as spark:
         report = run_distribution(spark, config)
     files = write_distribution_artifacts(report, args.out)

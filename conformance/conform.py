@@ -262,18 +262,25 @@ def dump_graph(
 def _recorded_graph(record: Path, states: Path, edges: Path) -> GraphInputs | None:
     """The run directory's record of its graph, None (with a notice) when the record or the tables it
     describes are unreadable or disagree: the graph is then rebuilt."""
+    problem = None
     try:
         known = GraphInputs.model_validate_json(record.read_bytes())
-        rows = (pq.read_metadata(states).num_rows, pq.read_metadata(edges).num_rows)
-    except (OSError, ValidationError, pa.ArrowException) as error:
-        problem = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+    except (OSError, ValidationError) as error:
+        detail = error.errors(include_url=False)[0]["msg"] if isinstance(error, ValidationError) else error
+        problem = f"{record.name} is not a graph record: {detail}"
     else:
-        if rows == (known.graph.states, known.graph.edges):
-            return known
-        problem = f"the tables hold {rows[0]:,} states and {rows[1]:,} edges, the record says otherwise"
-    logging.getLogger("tidemark").warning(
-        "%s: discarding the stored state graph (%s); rebuilding it", record.parent, problem
-    )
+        for table, expected in ((states, known.graph.states), (edges, known.graph.edges)):
+            try:
+                count = pq.read_metadata(table).num_rows
+            except (OSError, pa.ArrowException) as error:
+                problem = f"{table.name} is not a Parquet table: {error}"
+                break
+            if count != expected:
+                problem = f"{table.name} holds {count:,} rows, {record.name} says {expected:,}"
+                break
+    if problem is None:
+        return known
+    logging.getLogger("tidemark").warning("%s: %s; rebuilding the state graph", record.parent, problem)
     return None
 
 

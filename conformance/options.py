@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.distribution import MAX_NODES, MAX_TRIALS
 from impl.affinity import INT_MAX, LONG_MAX, LONG_MIN, MAX_PARTITIONS
 
 
@@ -62,8 +63,8 @@ LIMITS: dict[str, Limit] = {
     "--partitions": Limit(1, MAX_PARTITIONS, "Ignite's limit for a cache's partitions"),
     "--backups": Limit(0, INT_MAX, "Ignite's backups; a count >= the nodes puts a copy on every node"),
     "affinity --nodes": Limit(1, 10_000, "node ids per topology, distinct"),
-    "distribution --nodes": Limit(2, 1_000, "cluster sizes; a trial at 1,000 nodes takes seconds"),
-    "distribution --trials": Limit(1, 1_000, "topologies per cluster size"),
+    "distribution --nodes": Limit(2, MAX_NODES, "cluster sizes; a trial at 1,000 nodes takes seconds"),
+    "distribution --trials": Limit(1, MAX_TRIALS, "topologies per cluster size"),
 }
 HEAP_MIN = 64 << 20
 

@@ -497,9 +497,7 @@ def _zoo_section(zoo: ZooReport) -> str:
 
 def html_page(report: VerifyReport) -> str:
     """The whole report page (see the module docstring)."""
-    return (
-        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
-        f"<title>tidemark verify: {verdict(report.holds)}</title>\n<style>{_STYLE}</style></head><body>\n"
+    body = (
         f"<h1>tidemark verify: {_verdict_html(report.holds)}</h1>\n"
         f"<p>{_count(len(report.specs), 'spec')}. Each is model-checked by TLC; each with a mapping is also"
         f" replayed on the implementation and checked against {_count(report.traces, 'implementation walk')}"
@@ -508,20 +506,36 @@ def html_page(report: VerifyReport) -> str:
         + _summary(report)
         + "".join(_spec_section(spec) for spec in report.specs)
         + (_zoo_section(report.zoo) if report.zoo is not None else "")
-        + f"<footer><p>Diagrams drawn by Mermaid {MERMAID_VERSION} (<code>{MERMAID_SCRIPT}</code> beside"
+    )
+    # Mermaid only where there are diagrams (counterexamples, mismatches): a page that holds without
+    # any neither loads it nor credits it.
+    drawn = '<pre class="mermaid">' in body
+    footer = (
+        f"<footer><p>Diagrams drawn by Mermaid {MERMAID_VERSION} (<code>{MERMAID_SCRIPT}</code> beside"
         " this page, MIT licence); without JavaScript they read as Mermaid source.</p></footer>\n"
         + SCRIPT_TAGS
+        if drawn
+        else ""
+    )
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f"<title>tidemark verify: {verdict(report.holds)}</title>\n<style>{_STYLE}</style></head><body>\n"
+        + body
+        + footer
         + "</body></html>\n"
     )
 
 
 def write_report(report: VerifyReport, directory: Path = Path("reports")) -> Path:
-    """Write directory/index.html atomically (a partial file renamed over it) and Mermaid beside it;
-    returns the page's path."""
+    """Write directory/index.html atomically (a partial file renamed over it, removed if writing fails)
+    and Mermaid beside it; returns the page's path."""
     directory.mkdir(parents=True, exist_ok=True)
     write_mermaid(directory)
     page = directory / "index.html"
     partial = directory / ".index.html.partial"
-    partial.write_text(html_page(report), encoding="utf-8")
-    partial.replace(page)
+    try:
+        partial.write_text(html_page(report), encoding="utf-8")
+        partial.replace(page)
+    finally:
+        partial.unlink(missing_ok=True)
     return page
