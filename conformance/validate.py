@@ -52,21 +52,21 @@ from conformance.mappings import State
 from conformance.replay import state_diff
 from conformance.tlc.config import ModelConfig, read_config
 from conformance.tlc.dot import read_dot
-from conformance.tlc.output import OUTCOME_CLASS, Outcome, TlcResult, parse_output, tlc_failure
+from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
 from conformance.tlc.runner import TlcOptions, run_tlc
 from conformance.tlc.values import (
     JSON,
+    TLC_INT_MAX,
+    TLC_INT_MIN,
     Function,
     ModelValue,
     Record,
     Value,
     format_value,
+    integers_beyond_tlc,
     state_from_itf,
 )
 from conformance.traces import Trace
-
-# TLC's integers are Java ints.
-TLC_INT_MIN, TLC_INT_MAX = -(1 << 31), (1 << 31) - 1
 
 # Traces per TLC run: one JVM start is ~1 s, and the generated module grows with the batch.
 BATCH_SIZE = 500
@@ -158,32 +158,12 @@ def resolve_model(traces: Sequence[Trace], spec: Path | None, config: Path | Non
     return spec, Path(named) if named is not None else spec.with_suffix(".cfg")
 
 
-def _big_integers(value: Value, path: str) -> Iterator[tuple[str, int]]:
-    """The integers in `value` TLC cannot represent, each with its path (counter.b.lwm, log[2])."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        if not TLC_INT_MIN <= value <= TLC_INT_MAX:
-            yield path, value
-    elif isinstance(value, tuple):
-        for index, item in enumerate(value):
-            yield from _big_integers(item, f"{path}[{index}]")
-    elif isinstance(value, frozenset):  # an element has no path of its own: the set's
-        for item in value:
-            yield from _big_integers(item, path)
-    elif isinstance(value, Record):
-        for name, item in value.items():
-            yield from _big_integers(item, f"{path}.{name}")
-    elif isinstance(value, Function):
-        for key, item in value.items():
-            yield from _big_integers(key, path)
-            yield from _big_integers(item, f"{path}[{format_value(key)}]")
-
-
 def _check_integers(traces: Iterable[Trace]) -> None:
     """Refuse integers beyond TLC's 32 bits here, where the trace, state and variable are known."""
     for trace in traces:
         for index, state in enumerate(trace.states):
             for name, value in state.items():
-                for path, number in _big_integers(value, name):
+                for path, number in integers_beyond_tlc(value, name):
                     raise TidemarkError(
                         f"trace {trace.id!r}: {number} is beyond TLC's integers",
                         source=trace.source,
@@ -344,19 +324,28 @@ def _run(model: _Model, module: str, config: str, name: str) -> tuple[list[dict[
 
 
 def _failure(model: _Model, module: str, result: TlcResult) -> TidemarkError:
-    """The error for a run on a generated module: the user's spec, config or traces where TLC points
-    there; a failure of TLC, or a module tidemark generated wrong, otherwise (exit 3)."""
-    where = result.location.module if result.location is not None else None
-    if where != module and OUTCOME_CLASS[result.outcome] != "verdict":
-        error = tlc_failure(result, model.spec, model.config.path)
-        if error is not None and (where is not None or result.outcome != Outcome.EVALUATION_ERROR):
-            return error
+    """The error for a run on a generated module. A value TLC cannot evaluate is the traces' (a string
+    where the spec has an integer, ...); an error TLC places in the spec or its config is theirs; one in
+    the generated module itself is tidemark's (exit 3); a failure of TLC is exit 3 as everywhere."""
+    where = result.location
+    error = tlc_failure(result, model.spec, model.config.path)
+    if result.outcome == Outcome.NUMBER_TOO_BIG and error is not None and error.location is not None:
+        return error  # a constant of the model: tlc_failure found its line
     if result.outcome in (Outcome.EVALUATION_ERROR, Outcome.NUMBER_TOO_BIG):
+        stopped = (
+            f" (TLC stopped in {where.module}, line {where.line}, column {where.column})"
+            if where is not None and where.module not in (None, module)
+            else ""
+        )
+        headline = (result.error or "no details").split("\nThe behavior up to this point")[0]
         return TidemarkError(
-            f"TLC cannot evaluate the spec on these traces: {result.error or 'no details'}",
+            f"TLC cannot evaluate the spec on these traces{stopped}: "
+            + headline.split("\nThe error occurred when")[0],
             source=model.traces,
             expected="values of the spec's types (an integer where the spec has one, ...)",
         )
+    if error is not None and (where is None or where.module != module):
+        return error
     return ToolError(
         f"TLC could not validate the traces: {result.outcome}: {result.error or 'no details'}",
         source=f"TLC on {module}, generated from {model.spec.name}",

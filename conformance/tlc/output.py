@@ -367,7 +367,8 @@ def parse_output(run: TlcRun, *, source: str = "TLC output") -> TlcResult:
         result.location = _parse_error(plain)
         result.error = result.location.message
     elif outcome == Outcome.TIMEOUT:
-        result.error = f"TLC did not finish within its timeout: stopped after {run.seconds:.1f} s"
+        given = f" of {run.timeout:g} s" if run.timeout is not None else ""
+        result.error = f"TLC did not finish within its timeout{given}: stopped after {run.seconds:.1f} s"
     elif outcome == Outcome.JVM_ERROR:
         result.error = _jvm_text(run.output)
     elif outcome == Outcome.TLC_FAILED and result.error is None:

@@ -58,6 +58,7 @@ class TlcRun(BaseModel):
     output: str
     seconds: float
     timed_out: bool
+    timeout: float | None = Field(default=None, description="the seconds TLC was given")
 
 
 def find_jar() -> Path:
@@ -194,4 +195,5 @@ def run_tlc(
             output="".join(lines),
             seconds=round(time.monotonic() - started, 3),
             timed_out=timed_out.is_set(),
+            timeout=options.timeout,
         )
