@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
+from conformance.errors import TidemarkError
 from impl.affinity import INT_MAX, MAX_PARTITIONS, Assignment
 from impl.placement import (
     Placement,
@@ -477,6 +478,10 @@ def write_distribution_artifacts(report: DistributionReport, directory: Path) ->
         plots = plot_distribution(report, work)
         (work / "index.html").write_text(html_page(report, plots))
         names = ["report.json", "table.html", "index.html", *(plot.name for plot in plots)]
+        if clashing := [name for name in names if (directory / name).is_dir()]:
+            raise TidemarkError(
+                f"{clashing[0]} there is a directory", source=str(directory), expected="a file or nothing"
+            )
         for name in names:
             os.replace(work / name, directory / name)
     return [directory / name for name in names]

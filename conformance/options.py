@@ -50,7 +50,7 @@ def _number(value: float) -> str:
     return f"{value:,}" if float(value).is_integer() else f"{value:g}"
 
 
-JAVA_LONG = Limit(LONG_MIN, LONG_MAX, "a Java long (TLC's -seed)")
+JAVA_LONG = Limit(LONG_MIN, LONG_MAX, "a Java long (TLC's -seed)", "-2^63 to 2^63 - 1")
 LIMITS: dict[str, Limit] = {
     "--workers": Limit(1, cores(), "TLC worker threads", "1 to this machine's cores"),
     "--timeout": Limit(0.001, 30 * 24 * 3600, "seconds, up to 30 days"),
