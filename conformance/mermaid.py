@@ -31,6 +31,9 @@ def write_mermaid(directory: Path) -> Path:
     if target.is_file() and target.stat().st_size == len(script) and target.read_bytes() == script:
         return target
     partial = directory / f".{SCRIPT}.partial"
-    partial.write_bytes(script)
-    partial.replace(target)
+    try:
+        partial.write_bytes(script)
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target
