@@ -157,7 +157,11 @@ def cmd_conform(args: argparse.Namespace) -> int:
 
 
 def cmd_zoo(args: argparse.Namespace) -> int:
+    from conformance.tlc.runner import find_jar, find_java
     from conformance.zoo import ZooResult, report_json, run_zoo
+
+    find_java()  # before the run directory is made
+    find_jar()
 
     def shown(result: ZooResult) -> None:
         if args.json:

@@ -145,7 +145,8 @@ def test_no_java_exits_3(
     code, out, err = _run(argv, capsys)
     assert code == ENVIRONMENT, err
     assert out == "" and "error: java: `java` was not found on PATH" in err
-    assert not (tmp_path / "r").exists()  # conform's run directory is not created without Java
+    # conform's and the zoo's run directories are not created without Java
+    assert not (tmp_path / "r").exists() and not (tmp_path / "zoo").exists()
 
 
 def test_a_missing_jar_exits_3(
