@@ -1,5 +1,5 @@
-"""Figures the docs quote from runs match the runs: each number marked `<!-- figure MODEL FIELD -->` in
-docs/*.md or README.md equals docs/figures.json, which scripts/figures.py writes from real TLC runs."""
+"""Figures the docs quote from runs match the runs: each number in docs/*.md marked
+`<!-- figure MODEL FIELD -->` equals docs/figures.json, which scripts/figures.py writes from real TLC runs."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ NUMBER_BEFORE = re.compile(r"(\d[\d,]*)$")
 def _markers() -> list[tuple[str, int, str, str, str | None]]:
     """(file, line, model, field, the number right before the marker or None) for every marker."""
     found = []
-    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for path in sorted((ROOT / "docs").glob("*.md")):
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             for match in MARKER.finditer(line):
                 before = NUMBER_BEFORE.search(line[: match.start()])

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conformance.errors import TidemarkError
+from conformance.errors import TidemarkError, ToolError
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 MODULE: Final = ROOT / "systems" / "ignite"
@@ -38,10 +38,8 @@ DEFAULT_VERSION: Final = "2.18.0"
 PORTS_PER_HARNESS: Final = 40  # discovery base..base+19, communication base+20..base+39
 
 
-class IgniteError(TidemarkError):
+class IgniteError(ToolError):
     """Java, Maven, the harness or the Ignite cluster failed (an environment error)."""
-
-    exit_code = 3
 
 
 class HarnessInputError(TidemarkError):

@@ -21,12 +21,19 @@ from pydantic import BaseModel, Field
 
 from conformance.errors import TidemarkError, ToolError
 from conformance.tlc.runner import TlcRun
-from conformance.tlc.values import Record, TlaValueError, Value, parse_state, state_to_itf
+from conformance.tlc.values import (
+    TLC_INT_MAX,
+    TLC_INT_MIN,
+    Record,
+    TlaValueError,
+    Value,
+    parse_state,
+    state_to_itf,
+)
 
 _FRAME = re.compile(r"@!@!@STARTMSG (\d+):(\d+) @!@!@\n?|@!@!@ENDMSG (\d+) @!@!@\n?")
 
 # Message codes (tlc2.output.EC) this parser reads.
-GENERAL = 1000
 OUT_OF_MEMORY_CODES = {1001, 1002, 1003}  # SYSTEM_OUT_OF_MEMORY (while computing init, liveness)
 VERSION = 2262  # the first message of every run: its absence means the JVM did not start TLC
 ASSUMPTION_FALSE = 2104
@@ -46,6 +53,7 @@ STATE = 2217
 STUTTERING = 2218
 SIMULATION_PROGRESS = 2209
 INTEGER_TOO_BIG = 2265
+ARITHMETIC_OVERFLOW = 2178
 # Errors reading the model config (CFG_*: can't read it, a syntax error "at line N") and its content
 # (TLC_CONFIG_*: an undefined invariant, an unassigned constant, ...).
 CONFIG_FILE_ERRORS = set(range(5001, 5007))
@@ -287,7 +295,7 @@ _PREAMBLE = re.compile(
 def _error_text(messages: list[Message]) -> str | None:
     """TLC's words: its error messages (level 1) and the messages nested in them, in order; the
     preamble of an unexpected exception shortened to the exception's name."""
-    nested = {ASSERT_FAILED, INTEGER_TOO_BIG, 2178, *CONFIG_ERRORS}  # 2178: arithmetic overflow
+    nested = {ASSERT_FAILED, INTEGER_TOO_BIG, ARITHMETIC_OVERFLOW, *CONFIG_ERRORS}
     bodies = [m.body for m in messages if m.body and (m.level == 1 or m.code in nested)]
     text = "\n".join(bodies)
     return _PREAMBLE.sub(lambda m: f"{m.group(1)}: ", text).strip() or None
@@ -376,7 +384,7 @@ def parse_output(run: TlcRun, *, source: str = "TLC output") -> TlcResult:
     elif outcome == Outcome.NUMBER_TOO_BIG and (number := _NUMBER.search(result.error or "")):
         result.error = (
             f"{number.group(1) or number.group(2)} is outside TLC's integers"
-            f" [-2147483648, 2147483647]: {result.error}"
+            f" [{TLC_INT_MIN}, {TLC_INT_MAX}]: {result.error}"
         )
     else:
         result.location = _error_location(outcome, messages, result.error or "")
@@ -427,7 +435,7 @@ def tlc_failure(result: TlcResult, spec: Path, config: Path) -> TidemarkError | 
         hint = {
             Outcome.OUT_OF_MEMORY: "a larger --heap, or a smaller model",
             Outcome.JVM_ERROR: "a Java 17+ runtime able to start TLC with these JVM options",
-        }.get(result.outcome, "TLC to finish (this is a failure of TLC, not of the input)")
+        }.get(result.outcome)  # TLC failing is nothing the user can change
         return ToolError(text, source=f"TLC on {shown_path(spec)}", expected=hint)
     if result.outcome == Outcome.TIMEOUT:
         return TidemarkError(
