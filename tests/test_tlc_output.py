@@ -489,4 +489,5 @@ def test_a_parser_that_crashes_is_a_failure_of_tlc_not_a_parse_error() -> None:
     )
     result = parse_output(recorded_run("syntax_error", output=output))
     assert result.outcome == Outcome.TLC_FAILED
+    assert result.error is not None and "java.lang.NullPointerException: Cannot invoke" in result.error
     assert exit_code(tlc_failure(result, FIXTURES / "SyntaxError.tla", FIXTURES / "SyntaxError.cfg")) == 3

@@ -317,8 +317,10 @@ def _error_location(outcome: Outcome, messages: list[Message], error: str) -> Er
     return None
 
 
-def _jvm_text(output: str) -> str:
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
+def _plain_text(output: str) -> str:
+    """The first lines of text outside TLC's messages (the JVM's, or SANY's), its progress left out."""
+    progress = ("Parsing file", "Semantic processing")
+    lines = [line.strip() for line in output.splitlines() if line.strip() and not line.startswith(progress)]
     return "\n".join(lines[:6]) or "no output"
 
 
@@ -378,9 +380,14 @@ def parse_output(run: TlcRun, *, source: str = "TLC output") -> TlcResult:
         given = f" of {run.timeout:g} s" if run.timeout is not None else ""
         result.error = f"TLC did not finish within its timeout{given}: stopped after {run.seconds:.1f} s"
     elif outcome == Outcome.JVM_ERROR:
-        result.error = _jvm_text(run.output)
+        result.error = _plain_text(run.output)
+    elif outcome == Outcome.TLC_FAILED and (exception := _JAVA_EXCEPTION.search(plain)) is not None:
+        # The parser's own failure: the line of its exception, after what it was parsing.
+        line = plain[plain.rfind("\n", 0, exception.start()) + 1 :].split("\n", 1)[0].strip()
+        fatal = re.search(r"Fatal errors while parsing .*", plain)
+        result.error = "\n".join(filter(None, [fatal.group(0) if fatal else None, line]))
     elif outcome == Outcome.TLC_FAILED and result.error is None:
-        result.error = f"TLC exited with code {run.exit_code}: " + _jvm_text(plain)
+        result.error = f"TLC exited with code {run.exit_code}: " + _plain_text(plain)
     elif outcome == Outcome.NUMBER_TOO_BIG and (number := _NUMBER.search(result.error or "")):
         result.error = (
             f"{number.group(1) or number.group(2)} is outside TLC's integers"
