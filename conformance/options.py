@@ -2,8 +2,9 @@
 "Limits"), checked while the arguments are parsed: a value out of range is a usage error (exit 2) before
 any work starts.
 
-Output locations are checked at the same time: a directory option must not name a file, a file option
-must not name a directory, and the place must be writable; nothing is created here.
+Output directories are checked at the same time: an option naming a directory must not name a file,
+and the place must be writable; nothing is created here. (`scenario --out` is checked by
+conformance/scenarios/outputs.py, before the scenario runs.)
 """
 
 from __future__ import annotations
@@ -139,15 +140,6 @@ def output_dir(text: str) -> Path:
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{path} is a file, not a directory")
     _writable(path)
-    return path
-
-
-def output_file(text: str) -> Path:
-    """A file the command writes (replaced if present)."""
-    path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{path} is a directory, not a file")
-    _writable(path.parent if str(path.parent) else Path("."))
     return path
 
 

@@ -65,7 +65,7 @@ USAGE = {
     "affinity": ["--partitions", "70000"],
     "distribution": ["--trials", "0"],
     "validate": ["--timeout", "-1"],
-    "scenario": ["--out", "."],
+    "scenario": ["--out"],
     "verify": ["--steps", "0"],
 }
 
@@ -99,7 +99,7 @@ FIRST_STEP = {
     "affinity": "impl.affinity.assign_partition",
     "distribution": "conformance.distribution.DistributionConfig",
     "validate": "conformance.validate.run_tlc",
-    "scenario": "conformance.scenario.run_scenario",
+    "scenario": "conformance.scenarios.run_scenario",
     "verify": "conformance.verify.verify",
 }
 # The commands that need Java (TLC, or Spark's JVM).

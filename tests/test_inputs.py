@@ -100,7 +100,6 @@ def test_verify_out_naming_a_file_fails_before_any_work(
     [
         (["distribution", "--out", "/proc/tidemark/out"], "/proc/tidemark/out: cannot write in /proc"),
         (["verify", "--out", "README.md/reports"], "README.md/reports: README.md is a file, not a directory"),
-        (["scenario", "x.json", "--out", "docs"], "docs is a directory, not a file"),
         (["conform", SPEC, "--run-dir", "spec"], "spec holds other files, not a run's"),
         (["zoo", "--run-dir", "docs"], "docs holds other files, not a run's"),
     ],
@@ -110,16 +109,6 @@ def test_an_unwritable_or_clashing_output_is_refused(
 ) -> None:
     code, _, err = _run(argv, capsys)
     assert code == 2 and message in err
-
-
-def test_a_scenario_diagram_may_not_overwrite_the_scenario(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    scenario = tmp_path / "s.json"
-    scenario.write_text(Path("scenarios/figure1-backup-reordering.json").read_text(), encoding="utf-8")
-    code, _, err = _run(["scenario", str(scenario), "--out", str(scenario)], capsys)
-    assert code == 2 and "error: --out: the diagram or its page would overwrite the scenario" in err
-    assert json.loads(scenario.read_text(encoding="utf-8"))  # untouched
 
 
 # --- a corrupt cache is rebuilt, a failing write leaves nothing ------------------------------------------
