@@ -22,7 +22,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from conformance import options as opt
-from conformance.errors import TidemarkError, exit_code
+from conformance.errors import Terminated, TidemarkError, exit_code
+from conformance.scratch import signals_unwind
 from conformance.tlc.output import TlcResult
 from conformance.tlc.runner import TlcOptions
 
@@ -123,6 +124,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
             options=_tlc_options(args),
             on_line=status.line,
             on_phase=status.phase,
+            wait=not args.no_wait,
         )
     if args.json:
         print(result.model_dump_json(exclude={"tlc"}))
@@ -173,7 +175,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
     with progress(not args.json) as status:
         status.phase("bug zoo: TLC on each spec variant, conformance on each mutant")
-        report = run_zoo(args.run_dir, args.only, _tlc_options(args), on_entry=shown)
+        report = run_zoo(args.run_dir, args.only, _tlc_options(args), on_entry=shown, wait=not args.no_wait)
     if args.json:
         print(report_json(report))
     else:
@@ -247,10 +249,11 @@ def cmd_prove(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
+    from conformance.locks import locked
     from conformance.report import summary_table, write_report
     from conformance.verify import verify
 
-    with progress(not args.json) as status:
+    with locked(args.out, wait=not args.no_wait), progress(not args.json) as status:
         report = verify(
             STANDARD_SPECS,
             master=args.master,
@@ -261,8 +264,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
             seed=args.seed,
             zoo=not args.skip_zoo,
             on_line=status.line,
+            wait=not args.no_wait,
         )
-    page = write_report(report, args.out)
+        page = write_report(report, args.out)
     if args.json:
         print(report.model_dump_json())
     else:
@@ -413,6 +417,7 @@ def cmd_distribution(args: argparse.Namespace) -> int:
         run_distribution,
         write_distribution_artifacts,
     )
+    from conformance.locks import locked
     from conformance.spark import spark_session
     from conformance.tlc.runner import find_java
 
@@ -441,7 +446,8 @@ def cmd_distribution(args: argparse.Namespace) -> int:
     find_java()  # Spark's driver is a JVM
     with spark_session(args.master) as spark:
         report = run_distribution(spark, config)
-    files = write_distribution_artifacts(report, args.out)
+    with locked(args.out):  # runs side by side publish whole sets of files, one after the other
+        files = write_distribution_artifacts(report, args.out)
     if args.json:
         print(report.model_dump_json(exclude={"trials"}))
     else:
@@ -476,7 +482,9 @@ def _show(error: BaseException) -> None:
     if isinstance(error, TidemarkError):
         console.print(f"[red]error:[/] {escape(error.describe())}", highlight=False)
     elif isinstance(error, KeyboardInterrupt):
-        console.print("[yellow]interrupted[/]")
+        console.print(
+            "[yellow]terminated (SIGTERM)[/]" if isinstance(error, Terminated) else "[yellow]interrupted[/]"
+        )
     elif not isinstance(error, SystemExit):  # argparse has printed its usage message
         frame = error.__traceback__
         while frame is not None and frame.tb_next is not None:
@@ -495,7 +503,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.setLevel(logging.INFO)
     try:
         args = opt.build_parser(__doc__.splitlines()[0] if __doc__ else None).parse_args(argv)
-        code: int = COMMANDS[args.command](args)
+        with signals_unwind():  # SIGTERM unwinds the run like Ctrl-C
+            code: int = COMMANDS[args.command](args)
     except BaseException as error:  # every way a command ends maps to an exit code, in one place
         _show(error)
         return exit_code(error)

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, Field, ValidationError
 
 from conformance.errors import TidemarkError
+from conformance.locks import locked
 from conformance.mappings import mapping_for
 from conformance.replay import (
     RESULTS_DDL,
@@ -300,12 +301,14 @@ def conform(
     options: TlcOptions | None = None,
     on_line: Callable[[str], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
+    wait: bool = True,
 ) -> ConformResult:
     """Model-check `spec` with a state-graph dump and replay every edge and state on the impl.
 
     `on_line` gets TLC's output lines, `on_phase` a short note as each later phase starts. The run
     directory stays consistent if the run is interrupted: the results of an earlier run are removed
-    before anything changes, and every file is written under a temporary name and renamed.
+    before anything changes, and every file is written under a temporary name and renamed. One run at
+    a time works in a run directory: another one waits for it (or, unless `wait`, fails at once).
     """
     phase = on_phase or (lambda _: None)
     find_java()  # nothing is created in the run directory without the tools to fill it
@@ -314,61 +317,63 @@ def conform(
     model = read_config(config)
     mapping_for(spec.stem, model.constants, mutant)  # bad spec, constants or mutant: fail before TLC runs
     run_dir = run_dir or default_run_dir(spec, config)
-    for stale in (run_dir / "summary.json", run_dir / "mismatches.parquet"):
-        stale.unlink(missing_ok=True)
-    shutil.rmtree(run_dir / RESULTS, ignore_errors=True)
-    phase("model checking with TLC (state graph dump)")
-    dump = dump_graph(spec, config, run_dir, options or TlcOptions(), on_line)
-    tlc, graph = dump.tlc, dump.graph
-    if (error := tlc_failure(tlc, spec, config)) is not None:
-        raise error
-    result = ConformResult(
-        spec=spec.stem,
-        config=str(config),
-        mutant=mutant,
-        outcome=tlc.outcome,
-        tlc_seconds=0.0 if dump.reused else tlc.seconds,
-        load_seconds=dump.load_seconds,
-        graph_reused=dump.reused,
-        tlc=tlc,
-    )
-    if graph is None:
+    with locked(run_dir, wait=wait):
+        for stale in (run_dir / "summary.json", run_dir / "mismatches.parquet"):
+            stale.unlink(missing_ok=True)
+        shutil.rmtree(run_dir / RESULTS, ignore_errors=True)
+        phase("model checking with TLC (state graph dump)")
+        dump = dump_graph(spec, config, run_dir, options or TlcOptions(), on_line)
+        tlc, graph = dump.tlc, dump.graph
+        if (error := tlc_failure(tlc, spec, config)) is not None:
+            raise error
+        result = ConformResult(
+            spec=spec.stem,
+            config=str(config),
+            mutant=mutant,
+            outcome=tlc.outcome,
+            tlc_seconds=0.0 if dump.reused else tlc.seconds,
+            load_seconds=dump.load_seconds,
+            graph_reused=dump.reused,
+            tlc=tlc,
+        )
+        if graph is None:
+            return result
+        if graph.states_without_action:
+            raise TidemarkError(
+                f"{graph.states_without_action} states have no `action` variable:"
+                " their edges cannot be replayed",
+                source=str(spec),
+                expected="a spec that records each step in `action` (see DESIGN.md)",
+            )
+        started = time.monotonic()
+        if local:
+            phase(f"replaying {graph.edges:,} edges in this process")
+            summary = replay_locally(run_dir, spec.stem, model.constants, mutant)
+        else:
+            phase("starting Spark")
+            with spark_session(master) as spark:
+                result.master = spark.sparkContext.master
+                phase(f"replaying {graph.edges:,} edges on Spark {result.master}")
+                summary = replay_with_spark(spark, run_dir, spec.stem, model.constants, mutant)
+        result.replay_seconds = round(time.monotonic() - started, 3)
+        if (summary.states, summary.edges) != (graph.states, graph.edges):
+            raise TidemarkError(
+                f"replay saw {summary.states} states and {summary.edges} edges, the dump holds "
+                f"{graph.states} and {graph.edges}",
+                source=str(run_dir),
+                expected="every state and edge of the graph replayed once",
+            )
+        result = result.model_copy(
+            update={
+                "states": summary.states,
+                "edges": summary.edges,
+                "edges_replayed": summary.edges_replayed,
+                "mismatches": summary.mismatches,
+                "enabledness_mismatches": summary.enabledness_mismatches,
+                "coverage": summary.coverage,
+                "examples": summary.examples[:20],
+            }
+        )
+        _write_mismatches(run_dir / "mismatches.parquet", summary)
+        _write_atomically(run_dir / "summary.json", result.model_dump_json(indent=2))
         return result
-    if graph.states_without_action:
-        raise TidemarkError(
-            f"{graph.states_without_action} states have no `action` variable: their edges cannot be replayed",
-            source=str(spec),
-            expected="a spec that records each step in `action` (see DESIGN.md)",
-        )
-    started = time.monotonic()
-    if local:
-        phase(f"replaying {graph.edges:,} edges in this process")
-        summary = replay_locally(run_dir, spec.stem, model.constants, mutant)
-    else:
-        phase("starting Spark")
-        with spark_session(master) as spark:
-            result.master = spark.sparkContext.master
-            phase(f"replaying {graph.edges:,} edges on Spark {result.master}")
-            summary = replay_with_spark(spark, run_dir, spec.stem, model.constants, mutant)
-    result.replay_seconds = round(time.monotonic() - started, 3)
-    if (summary.states, summary.edges) != (graph.states, graph.edges):
-        raise TidemarkError(
-            f"replay saw {summary.states} states and {summary.edges} edges, the dump holds "
-            f"{graph.states} and {graph.edges}",
-            source=str(run_dir),
-            expected="every state and edge of the graph replayed once",
-        )
-    result = result.model_copy(
-        update={
-            "states": summary.states,
-            "edges": summary.edges,
-            "edges_replayed": summary.edges_replayed,
-            "mismatches": summary.mismatches,
-            "enabledness_mismatches": summary.enabledness_mismatches,
-            "coverage": summary.coverage,
-            "examples": summary.examples[:20],
-        }
-    )
-    _write_mismatches(run_dir / "mismatches.parquet", summary)
-    _write_atomically(run_dir / "summary.json", result.model_dump_json(indent=2))
-    return result

@@ -2,7 +2,8 @@
 
 Exit codes (README, "Exit codes"): 0 the check holds, 1 it does not hold, 2 bad input or usage (the
 message names the file or option, the place and what was expected), 3 the environment (Java, the TLC
-jar, Spark, TLC or the JVM failing) or an internal error, 130 interrupted.
+jar, Spark, TLC or the JVM failing) or an internal error, 130 interrupted (Ctrl-C), 143 terminated
+(SIGTERM, 128 + 15, after the same unwind as Ctrl-C).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ DOES_NOT_HOLD = 1
 BAD_INPUT = 2
 ENVIRONMENT = 3
 INTERRUPTED = 130
+TERMINATED = 143
 
 
 class TidemarkError(Exception):
@@ -53,8 +55,15 @@ class ToolError(TidemarkError):
     exit_code = ENVIRONMENT
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as an exception (conformance/scratch.py) so that the run unwinds as after Ctrl-C:
+    TLC and Spark stopped, partial files and temporary directories removed."""
+
+
 def exit_code(error: BaseException) -> int:
     """The exit code for a command that ended with `error` (the one place that decides it)."""
+    if isinstance(error, Terminated):
+        return TERMINATED
     if isinstance(error, KeyboardInterrupt):
         return INTERRUPTED
     if isinstance(error, TidemarkError):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.distribution import MAX_NODES, MAX_TRIALS
+from conformance.locks import LOCK_FILE
 from impl.affinity import INT_MAX, LONG_MAX, LONG_MIN, MAX_PARTITIONS
 
 
@@ -159,6 +160,14 @@ def run_dir(*markers: str) -> Callable[[str], Path]:
     return parse
 
 
+def _no_wait_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="fail at once (exit 3) if another run holds the directory, instead of waiting for it",
+    )
+
+
 def _tlc_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", type=bounded("--workers"), default=1, help="TLC worker threads (default 1)"
@@ -180,9 +189,12 @@ def _seed_argument(parser: argparse.ArgumentParser, default: int, what: str) -> 
     parser.add_argument("--seed", type=bounded("--seed"), default=default, help=f"{what} (default {default})")
 
 
-# The files that mark a directory as conform's (or the zoo's) run directory.
-_CONFORM_RUN = run_dir("inputs.json", "states.parquet", "edges.parquet", "results.parquet", "summary.json")
-_ZOO_RUN = run_dir("configs", "graphs")
+# The files that mark a directory as conform's (or the zoo's) run directory; the lock file is there from
+# the start of a run (conformance/locks.py), so a run killed before writing anything can be run again.
+_CONFORM_RUN = run_dir(
+    LOCK_FILE, "inputs.json", "states.parquet", "edges.parquet", "results.parquet", "summary.json"
+)
+_ZOO_RUN = run_dir(LOCK_FILE, "configs", "graphs")
 
 
 def build_parser(description: str | None = None) -> argparse.ArgumentParser:
@@ -205,6 +217,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "--run-dir", type=_CONFORM_RUN, help="where the graph and results go (default runs/SPEC-CFG)"
     )
     conform.add_argument("--json", action="store_true", help="print one JSON object")
+    _no_wait_argument(conform)
     _tlc_arguments(conform)
 
     simulate = commands.add_parser(
@@ -233,6 +246,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "--run-dir", type=_ZOO_RUN, default=Path("runs/zoo"), help="configs and graphs (default runs/zoo)"
     )
     zoo.add_argument("--json", action="store_true", help="print one JSON object")
+    _no_wait_argument(zoo)
     _tlc_arguments(zoo)
 
     prove = commands.add_parser("prove", help="prove the counter's invariants inductive with z3")
@@ -314,6 +328,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     )
     verify.add_argument("--skip-zoo", action="store_true", help="leave out the bug zoo (tidemark zoo)")
     verify.add_argument("--json", action="store_true", help="print the VerifyReport as one JSON object")
+    _no_wait_argument(verify)
     _tlc_arguments(verify)
     return parser
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
@@ -23,6 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 from conformance.errors import TidemarkError
 from conformance.mappings import ReplayError, SpecMapping, mapping_for
 from conformance.replay import state_diff
+from conformance.scratch import scratch_dir
 from conformance.spark import spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
@@ -170,8 +170,7 @@ def simulate(
     config = config or spec.with_suffix(".cfg")
     constants = read_config(config).constants
     mapping_for(spec.stem, constants, mutant)  # bad spec, constants or mutant: fail before TLC runs
-    with tempfile.TemporaryDirectory(prefix="tidemark-sim-") as scratch:
-        trace_dir = Path(scratch)
+    with scratch_dir("simulate-") as trace_dir:
         settings = {
             "mode": "simulate",
             "traces": traces,

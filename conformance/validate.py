@@ -40,7 +40,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +49,7 @@ from pydantic import BaseModel, Field
 from conformance.errors import TidemarkError, ToolError
 from conformance.mappings import State
 from conformance.replay import state_diff
+from conformance.scratch import scratch_dir
 from conformance.tlc.config import ModelConfig, read_config
 from conformance.tlc.dot import read_dot
 from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
@@ -303,8 +303,7 @@ def _config(model: _Model, definitions: _Definitions) -> str:
 
 def _run(model: _Model, module: str, config: str, name: str) -> tuple[list[dict[str, JSON]], float]:
     """Run TLC on a generated module (next to copies of the spec's modules); the states it reached."""
-    with tempfile.TemporaryDirectory(prefix="tidemark-validate-") as scratch:
-        workdir = Path(scratch)
+    with scratch_dir("validate-") as workdir:
         for tla in model.spec.parent.glob("*.tla"):
             shutil.copy(tla, workdir / tla.name)
         main = workdir / f"{name}.tla"

@@ -250,6 +250,7 @@ def verify_spec(
     steps: int = DEFAULT_STEPS,
     seed: int = 0,
     on_line: Callable[[str], None] | None = None,
+    wait: bool = True,
 ) -> SpecReport:
     """Check, conform and validate one spec against one model (default: its standard model X.cfg)."""
     started = time.monotonic()
@@ -266,6 +267,7 @@ def verify_spec(
         run_dir=run_dir,
         options=options,
         on_line=on_line,
+        wait=wait,
     )
     timings = Timings(
         tlc_seconds=result.tlc_seconds,
@@ -306,6 +308,7 @@ def verify(
     seed: int = 0,
     zoo: bool = False,
     on_line: Callable[[str], None] | None = None,
+    wait: bool = True,
 ) -> VerifyReport:
     """The main job: every spec's standard model checked, replayed on the implementation (Spark on
     `master`, or in this process when `local`) and `traces` seeded implementation walks validated; with
@@ -321,12 +324,13 @@ def verify(
             steps=steps,
             seed=seed,
             on_line=on_line,
+            wait=wait,
         )
         for spec in specs
     ]
     return VerifyReport(
         specs=reports,
-        zoo=run_zoo(options=options) if zoo else None,
+        zoo=run_zoo(options=options, wait=wait) if zoo else None,
         traces=traces,
         steps=steps,
         seed=seed,

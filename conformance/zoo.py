@@ -10,7 +10,8 @@ Every entry names one bug class twice:
   replay walks the graph in TLC's discovery order and stops at the first mismatch.
 
 `run_zoo` writes the configs and graphs under a work directory (reused across runs: a graph is dumped
-once per model and reopened while its inputs are unchanged). docs/bugzoo.md describes each bug.
+once per model and reopened while its inputs are unchanged), locked while it runs (conformance/locks.py).
+docs/bugzoo.md describes each bug.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from conformance.conform import GraphTables, dump_graph
 from conformance.errors import TidemarkError
+from conformance.locks import locked
 from conformance.mappings import mapping_for
 from conformance.mutants import PME_MUTANTS
 from conformance.replay import Mismatch, explain, replay_state
@@ -241,38 +243,41 @@ def run_zoo(
     names: list[str] | None = None,
     options: TlcOptions | None = None,
     on_entry: Callable[[ZooResult], None] | None = None,
+    wait: bool = True,
 ) -> ZooReport:
-    """Every (or every named) entry: its spec variant under TLC, its mutant replayed on the graph."""
+    """Every (or every named) entry: its spec variant under TLC, its mutant replayed on the graph. One
+    run at a time works in `work_dir`: another one waits for it (or, unless `wait`, fails at once)."""
     options = options or TlcOptions()
     entries = entries_named(names)
     missing = sorted({e.name for e in entries} - set(PME_MUTANTS))
     if missing:
         raise TidemarkError(f"no implementation mutant for {missing}", source="conformance/mutants.py")
-    graphs: dict[Path, Path] = {}
-    for model in dict.fromkeys(e.model for e in entries):
-        graph = work_dir / "graphs" / model.stem
-        dump = dump_graph(SPEC, model, graph, options, None)
-        if dump.graph is None:
-            raise TidemarkError(
-                f"the correct spec fails on {model}: {dump.tlc.outcome.value}",
-                source=str(model),
-                expected="a model the correct spec passes",
+    with locked(work_dir, wait=wait):
+        graphs: dict[Path, Path] = {}
+        for model in dict.fromkeys(e.model for e in entries):
+            graph = work_dir / "graphs" / model.stem
+            dump = dump_graph(SPEC, model, graph, options, None)
+            if dump.graph is None:
+                raise TidemarkError(
+                    f"the correct spec fails on {model}: {dump.tlc.outcome.value}",
+                    source=str(model),
+                    expected="a model the correct spec passes",
+                )
+            graphs[model] = graph
+        results = []
+        for entry in entries:
+            result = ZooResult(
+                name=entry.name,
+                title=entry.title,
+                override=entry.override,
+                model=str(entry.model),
+                spec=catch_in_spec(entry, work_dir, options),
+                impl=catch_in_impl(entry, graphs[entry.model]),
             )
-        graphs[model] = graph
-    results = []
-    for entry in entries:
-        result = ZooResult(
-            name=entry.name,
-            title=entry.title,
-            override=entry.override,
-            model=str(entry.model),
-            spec=catch_in_spec(entry, work_dir, options),
-            impl=catch_in_impl(entry, graphs[entry.model]),
-        )
-        results.append(result)
-        if on_entry is not None:
-            on_entry(result)
-    return ZooReport(entries=results, all_caught=all(r.caught for r in results))
+            results.append(result)
+            if on_entry is not None:
+                on_entry(result)
+        return ZooReport(entries=results, all_caught=all(r.caught for r in results))
 
 
 def report_json(report: ZooReport) -> str:

@@ -5,10 +5,12 @@ their own), sends it one JSON command per line and parses each answer; `observe(
 models of what every server shows. Steps carry tidemark's names where they map (`step("TxStart", ...)`,
 `step("BackupCommit", tx=..., node=...)`), so a scenario runner can put the real system beside impl/.
 
-The JVM dies with this process (PR_SET_PDEATHSIG, and it stops at end of input), and its work directory
-(persistence, WAL, ignite.log) is a temporary directory removed on close. Everything that goes wrong on the
-Java side (no Java or Maven, a failed build, a node that does not start, a dead JVM) is an IgniteError,
-exit code 3; a command the harness refuses as bad input is a HarnessInputError (exit code 2).
+The JVM dies with this process (PR_SET_PDEATHSIG, and it stops at end of input; the process's guardian,
+conformance/scratch.py, stops it if this process is killed), and its work directory (persistence, WAL,
+ignite.log, the JVM's java.io.tmpdir) is in the process's scratch directory, removed on close.
+Everything that goes wrong on the Java side (no Java or Maven, a failed build, a node that does not
+start, a dead JVM) is an IgniteError, exit code 3; a command the harness refuses as bad input is a
+HarnessInputError (exit code 2).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from conformance.errors import TidemarkError, ToolError
+from conformance.scratch import forget, scratch_root, watch
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 MODULE: Final = ROOT / "systems" / "ignite"
@@ -178,6 +181,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
     except (OSError, subprocess.TimeoutExpired):
         proc.kill()
         proc.wait()
+    forget(proc.pid)
     if proc.stdout:
         proc.stdout.close()
 
@@ -269,11 +273,16 @@ class IgniteHarness:
 
     def open(self) -> None:
         target = build_harness(self.version)
-        self.work_dir = Path(tempfile.mkdtemp(prefix="tidemark-ignite-"))
+        # In the process's scratch directory (removed however the process ends) unless it is to be kept.
+        self.work_dir = Path(
+            tempfile.mkdtemp(prefix="ignite-", dir=None if self.keep_dir else scratch_root())
+        )
+        (self.work_dir / "tmp").mkdir()
         classpath = f"{target / 'harness.jar'}{os.pathsep}{target / 'lib' / '*'}"
         cmd = [
             "java",
             *jvm_options(),
+            f"-Djava.io.tmpdir={self.work_dir / 'tmp'}",
             "-cp",
             classpath,
             "tidemark.ignite.Harness",
@@ -294,6 +303,7 @@ class IgniteHarness:
         except OSError as e:
             self.close()
             raise IgniteError(f"cannot start java: {e}") from e
+        watch(self._proc.pid, group=False)
         self.info = self._read_line()
         if not self.info.get("ready"):
             self.close()
@@ -479,7 +489,9 @@ class AffinityOracle:
     def __init__(self, version: str = DEFAULT_VERSION) -> None:
         target = build_harness(version)
         classpath = f"{target / 'harness.jar'}{os.pathsep}{target / 'lib' / '*'}"
-        cmd = ["java", *jvm_options(), "-cp", classpath, "tidemark.ignite.Harness", "--affinity"]
+        self._tmp = Path(tempfile.mkdtemp(prefix="ignite-affinity-", dir=scratch_root()))
+        tmpdir = f"-Djava.io.tmpdir={self._tmp}"
+        cmd = ["java", *jvm_options(), tmpdir, "-cp", classpath, "tidemark.ignite.Harness", "--affinity"]
         try:
             self._proc = subprocess.Popen(
                 cmd,
@@ -491,6 +503,7 @@ class AffinityOracle:
             )
         except OSError as e:
             raise IgniteError(f"cannot start java: {e}") from e
+        watch(self._proc.pid, group=False)
 
     def __enter__(self) -> AffinityOracle:
         return self
@@ -518,3 +531,4 @@ class AffinityOracle:
 
     def close(self) -> None:
         _stop(self._proc)
+        shutil.rmtree(self._tmp, ignore_errors=True)
