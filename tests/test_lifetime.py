@@ -27,6 +27,7 @@ from conformance.validate import initial_states
 from conformance.walks import random_walks
 
 FIXTURES = ROOT / "tests" / "fixtures" / "tlc"
+SPEC = "spec/UpdateCounter.tla"
 SMALL = "tests/models/UpdateCounter-small.cfg"
 
 
@@ -173,7 +174,7 @@ def test_a_directory_that_cannot_be_created_is_bad_input(tmp_path: Path) -> None
 
 @pytest.fixture(scope="module")
 def walk_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    spec, config = Path("spec/UpdateCounter.tla"), Path(SMALL)
+    spec, config = Path(SPEC), Path(SMALL)
     mapping = mapping_for(spec.stem, read_config(config).constants)
     walks = random_walks(mapping, initial_states(spec, config), count=5, steps=20, seed=3, config=SMALL)
     path = tmp_path_factory.mktemp("walks") / "walks.jsonl"
@@ -193,19 +194,8 @@ def test_runs_that_succeed_or_fail_leave_no_temporary_directory(
         (2, ["check", str(FIXTURES / "SyntaxError.tla")]),
         (0, ["validate", str(walk_file)]),
         (2, ["validate", str(bad)]),
-        (0, ["simulate", "spec/UpdateCounter.tla", "--config", SMALL, "--traces", "5", "--local"]),
-        (
-            0,
-            [
-                "conform",
-                "spec/UpdateCounter.tla",
-                "--config",
-                SMALL,
-                "--local",
-                "--run-dir",
-                str(tmp_path / "r"),
-            ],
-        ),
+        (0, ["simulate", SPEC, "--config", SMALL, "--traces", "5", "--local"]),
+        (0, ["conform", SPEC, "--config", SMALL, "--local", "--run-dir", str(tmp_path / "r")]),
         (0, ["scenario", "scenarios/figure1-backup-reordering.json", "--out", str(tmp_path / "f1.mmd")]),
     ]
     for expected, arguments in runs:
@@ -245,9 +235,7 @@ def test_sigkill_of_conform_during_tlc_leaves_no_jvm_and_no_temporary_directory(
 ) -> None:
     run_dir = tmp_path / "run"
     # The standard model: TLC runs for several seconds, long enough to be killed in the middle.
-    run = isolated.start(
-        "conform", "spec/UpdateCounter.tla", "--local", "--run-dir", str(run_dir), "--heap", "256m"
-    )
+    run = isolated.start("conform", SPEC, "--local", "--run-dir", str(run_dir), "--heap", "256m")
     tlc = _wait_for(isolated, "tlc2.TLC")
     assert eventually(lambda: (run_dir / "graph.dot").is_file(), 60)  # TLC is writing the state graph
     run.kill()
@@ -265,7 +253,7 @@ def test_sigkill_of_conform_during_the_spark_replay_leaves_no_jvm_and_no_tempora
 ) -> None:
     run_dir = tmp_path / "run"
     # The standard model's graph, dumped first: its replay on Spark lasts long enough to be killed midway.
-    arguments = ("conform", "spec/UpdateCounter.tla", "--run-dir", str(run_dir), "--heap", "256m")
+    arguments = ("conform", SPEC, "--run-dir", str(run_dir), "--heap", "256m")
     assert isolated.run(*arguments, "--local", timeout=900).returncode == 0
     run = isolated.start(*arguments, "--master", "local[2]")
     _wait_for(isolated, "org.apache.spark.deploy.SparkSubmit")
@@ -284,7 +272,7 @@ def test_a_second_conform_on_the_same_run_directory_waits_or_fails_at_once(
     isolated: Isolated, tmp_path: Path
 ) -> None:
     run_dir = tmp_path / "run"
-    arguments = ("conform", "spec/UpdateCounter.tla", "--config", SMALL, "--local", "--run-dir", str(run_dir))
+    arguments = ("conform", SPEC, "--config", SMALL, "--local", "--run-dir", str(run_dir))
     first = isolated.start(*arguments, "--json")
     _wait_for(isolated, "tlc2.TLC")
     refused = isolated.run(*arguments, "--no-wait")
