@@ -82,6 +82,8 @@ VARIABLES
     versions,  \* versions[m][ns]: m's fragment versions, e.g. [v |-> <<2, 1>>, dirty |-> FALSE]
     syncs,     \* syncs[m]: m's sync requests in flight, <<namespace, replica index>>, e.g. {<<"map1", 1>>}
     permits,   \* permits[m]: m's free sync permits, e.g. 0
+    serving,   \* serving[o]: the replications owner o prepares offloaded, holding a permit each, as a bag of
+               \*   <<member, replica index, namespace>>, e.g. (<<"m2", 1, "map1">> :> 1)
     msgs,      \* messages in flight, e.g. {[type |-> "Backup", from |-> "m1", to |-> "m2", replica |-> 1, ...]}
     destroyed, \* maps destroyed so far, e.g. {"map1"}
     puts,      \* puts so far (the last value written), e.g. 2
@@ -91,7 +93,7 @@ VARIABLES
                \*   m was promoted, until a sync or a migration replaces m's data, e.g. ("m3" :> {"map1"})
     action     \* the step taken, e.g. [name |-> "Put", ns |-> "map1", key |-> 0, value |-> 2]
 
-vars == <<alive, table, data, versions, syncs, permits, msgs, destroyed, puts, losses, crashes, forked, action>>
+vars == <<alive, table, data, versions, syncs, permits, serving, msgs, destroyed, puts, losses, crashes, forked, action>>
 
 Member(i) == "m" \o ToString(i)
 Members == {Member(i) : i \in 1..MemberCount}
@@ -173,6 +175,13 @@ ClearRequests(m, nss, r) ==
 
 Step(name, m, msg) == [name |-> name, member |-> m, msg |-> msg]
 
+\* Bags (element -> count) of the owner's offloaded replications.
+Plus(bag, S) == [t \in DOMAIN bag \cup S |-> (IF t \in DOMAIN bag THEN bag[t] ELSE 0) + (IF t \in S THEN 1 ELSE 0)]
+Minus(bag, t) == [u \in {u \in DOMAIN bag : u # t \/ bag[u] > 1} |-> IF u = t THEN bag[u] - 1 ELSE bag[u]]
+RECURSIVE Count(_, _)
+Count(bag, D) == IF D = {} THEN 0 ELSE LET t == CHOOSE t \in D : TRUE IN bag[t] + Count(bag, D \ {t})
+Serving(m) == Count(serving[m], DOMAIN serving[m])
+
 \* Backups and anti-entropy operations from the owner to a member run in the order they were sent,
 \* but backups may be delayed, reordered among themselves, or lost. An anti-entropy operation names
 \* the backups in flight before it (`after`, by value: a put's number names it); a backup sent while
@@ -191,6 +200,7 @@ Init ==
     /\ versions = Empty
     /\ syncs = [m \in Members |-> {}]
     /\ permits = [m \in Members |-> MaxParallel]
+    /\ serving = [m \in Members |-> <<>>]
     /\ msgs = {}
     /\ destroyed = {}
     /\ puts = 0
@@ -218,7 +228,7 @@ Put(ns, k) ==
                                 r \in {r \in 1..BackupCount : table[r] # None}}
           /\ puts' = val
           /\ action' = [name |-> "Put", ns |-> ns, key |-> k, value |-> val]
-    /\ UNCHANGED <<alive, table, syncs, permits, destroyed, losses, crashes, forked>>
+    /\ UNCHANGED <<alive, table, syncs, permits, serving, destroyed, losses, crashes, forked>>
 
 \* Replica m runs a Backup: ignored if m is no longer replica r or the backup is stale; else applied,
 \* versions updated (dirty on a jump), and a dirty fragment asks the owner for a sync.
@@ -237,7 +247,7 @@ Backup(m, b) ==
                   IN /\ Request(m, granted, r)
                      /\ msgs' = (msgs \ {b}) \cup RequestMsgs(m, granted, r)
     /\ action' = Step("Backup", m, b)
-    /\ UNCHANGED <<alive, table, destroyed, puts, losses, crashes, forked>>
+    /\ UNCHANGED <<alive, table, serving, destroyed, puts, losses, crashes, forked>>
 
 \* The backup fails while applying (an exception in its run): nothing applied, the slot marked -1.
 BackupFailure(m, b) ==
@@ -249,7 +259,7 @@ BackupFailure(m, b) ==
     /\ msgs' = msgs \ {b}
     /\ losses' = losses + 1
     /\ action' = Step("BackupFailure", m, b)
-    /\ UNCHANGED <<alive, table, data, syncs, permits, destroyed, puts, crashes, forked>>
+    /\ UNCHANGED <<alive, table, data, syncs, permits, serving, destroyed, puts, crashes, forked>>
 
 -----------------------------------------------------------------------------
 (* Anti-entropy                                                             *)
@@ -267,7 +277,7 @@ AntiEntropy(o) ==
                                  after |-> BackupsTo(table[r])] :
                                 r \in {r \in 1..Slots : table[r] # None}}
     /\ action' = [name |-> "AntiEntropy", member |-> o]
-    /\ UNCHANGED <<alive, table, data, syncs, permits, destroyed, puts, losses, crashes, forked>>
+    /\ UNCHANGED <<alive, table, data, syncs, permits, serving, destroyed, puts, losses, crashes, forked>>
 
 \* Replica m checks the owner's versions (after the backups the owner sent it before: the operation is
 \* not urgent and runs in order with them): rejected unless m is replica r and the sender its owner;
@@ -289,31 +299,44 @@ BackupAntiEntropy(m, a, g) ==
                /\ Request(m, g, r)
                /\ msgs' = (Released(m) \ {a}) \cup RequestMsgs(m, g, r)
     /\ action' = [name |-> "BackupAntiEntropy", member |-> m, msg |-> a, granted |-> g]
-    /\ UNCHANGED <<alive, table, data, destroyed, puts, losses, crashes, forked>>
+    /\ UNCHANGED <<alive, table, serving, data, destroyed, puts, losses, crashes, forked>>
 
 -----------------------------------------------------------------------------
 (* Replica sync                                                             *)
 
-ResponseTo(o, q, ns) ==
-    [type |-> "SyncResponse", from |-> o, to |-> q.from, replica |-> q.replica, ns |-> ns,
-     data |-> Data(o, ns), versions |-> Fragment(o, ns).v]
-RetryTo(o, q, nss) ==
-    [type |-> "SyncRetry", from |-> o, to |-> q.from, replica |-> q.replica, namespaces |-> nss]
+RetryTo(o, t, r, nss) == [type |-> "SyncRetry", from |-> o, to |-> t, replica |-> r, namespaces |-> nss]
 
-\* Member o answers a sync request: not the owner, or no free permit - retry for all; else it answers
-\* the namespaces it has permits for (the granted set g) with their data and vector, the rest retry.
+\* Member o takes a sync request: not the owner, or no free permit - a retry for all; else it takes a
+\* permit for each namespace of the granted set g and replicates them offloaded (SyncSend), the rest
+\* get a retry.
 SyncRequest(o, q, g) ==
     /\ q \in msgs /\ q.type = "SyncRequest" /\ q.to = o
     /\ IF o # Owner \/ permits[o] = 0
        THEN /\ g = {}
-            /\ msgs' = (msgs \ {q}) \cup {RetryTo(o, q, q.namespaces)}
-            /\ UNCHANGED versions
+            /\ msgs' = (msgs \ {q}) \cup {RetryTo(o, q.from, q.replica, q.namespaces)}
+            /\ UNCHANGED <<permits, serving>>
        ELSE /\ g \in {s \in SUBSET q.namespaces : Cardinality(s) = Min2(permits[o], Cardinality(q.namespaces))}
-            /\ versions' = [versions EXCEPT ![o] = [ns \in g |-> Fragment(o, ns)] @@ @]
-            /\ msgs' = (msgs \ {q}) \cup {ResponseTo(o, q, ns) : ns \in g}
-                       \cup (IF q.namespaces \ g = {} THEN {} ELSE {RetryTo(o, q, q.namespaces \ g)})
+            /\ permits' = [permits EXCEPT ![o] = @ - Cardinality(g)]
+            /\ serving' = [serving EXCEPT ![o] = Plus(@, {<<q.from, q.replica, ns>> : ns \in g})]
+            /\ msgs' = (msgs \ {q}) \cup (IF q.namespaces \ g = {} THEN {}
+                                           ELSE {RetryTo(o, q.from, q.replica, q.namespaces \ g)})
     /\ action' = [name |-> "SyncRequest", member |-> o, msg |-> q, granted |-> g]
-    /\ UNCHANGED <<alive, table, data, syncs, permits, destroyed, puts, losses, crashes, forked>>
+    /\ UNCHANGED <<alive, table, data, versions, syncs, destroyed, puts, losses, crashes, forked>>
+
+\* The offloaded replication of namespace ns for replica r of member t is sent: the namespace's data and
+\* the owner's vector - or, for a namespace empty on the owner, a retry; the permit comes back. A
+\* member that left gets nothing.
+SyncSend(o, t, r, ns) ==
+    /\ <<t, r, ns>> \in DOMAIN serving[o]
+    /\ LET sent == IF Data(o, ns) = <<>> THEN RetryTo(o, t, r, {ns})
+                   ELSE [type |-> "SyncResponse", from |-> o, to |-> t, replica |-> r, ns |-> ns,
+                         data |-> Data(o, ns), versions |-> Fragment(o, ns).v]
+       IN msgs' = IF t \in alive THEN msgs \cup {sent} ELSE msgs
+    /\ versions' = [versions EXCEPT ![o] = (ns :> Fragment(o, ns)) @@ @]
+    /\ permits' = [permits EXCEPT ![o] = @ + 1]
+    /\ serving' = [serving EXCEPT ![o] = Minus(@, <<t, r, ns>>)]
+    /\ action' = [name |-> "SyncSend", member |-> o, to |-> t, replica |-> r, ns |-> ns]
+    /\ UNCHANGED <<alive, table, data, syncs, destroyed, puts, losses, crashes, forked>>
 
 \* Replica m runs a sync response: installed if m is still replica r (data replaced, versions set
 \* from r upward, dirty cleared); otherwise its operations fail. Either way the request is cleared,
@@ -331,7 +354,7 @@ SyncResponse(m, p) ==
           /\ ClearRequests(m, {p.ns}, r)
     /\ msgs' = msgs \ {p}
     /\ action' = Step("SyncResponse", m, p)
-    /\ UNCHANGED <<alive, table, destroyed, puts, losses, crashes>>
+    /\ UNCHANGED <<alive, table, serving, destroyed, puts, losses, crashes>>
 
 \* Replica m runs a retry response: its requests for those namespaces are cleared (permits back);
 \* the next anti-entropy round asks again.
@@ -340,7 +363,7 @@ SyncRetry(m, t) ==
     /\ ClearRequests(m, t.namespaces, t.replica)
     /\ msgs' = msgs \ {t}
     /\ action' = Step("SyncRetry", m, t)
-    /\ UNCHANGED <<alive, table, data, versions, destroyed, puts, losses, crashes, forked>>
+    /\ UNCHANGED <<alive, table, serving, data, versions, destroyed, puts, losses, crashes, forked>>
 
 \* A request times out (partition.migration.timeout): its permit comes back; a late response is still
 \* installed, and frees nothing.
@@ -349,7 +372,7 @@ SyncTimeout(m, ns, r) ==
     /\ syncs' = [syncs EXCEPT ![m] = @ \ {<<ns, r>>}]
     /\ permits' = [permits EXCEPT ![m] = @ + 1]
     /\ action' = [name |-> "SyncTimeout", member |-> m, ns |-> ns, replica |-> r]
-    /\ UNCHANGED <<alive, table, data, versions, msgs, destroyed, puts, losses, crashes, forked>>
+    /\ UNCHANGED <<alive, table, serving, data, versions, msgs, destroyed, puts, losses, crashes, forked>>
 
 -----------------------------------------------------------------------------
 (* Network, membership, data structures                                     *)
@@ -362,7 +385,7 @@ Drop(x) ==
     /\ msgs' = msgs \ {x}
     /\ losses' = losses + 1
     /\ action' = [name |-> "Drop", msg |-> x]
-    /\ UNCHANGED <<alive, table, data, versions, syncs, permits, destroyed, puts, crashes, forked>>
+    /\ UNCHANGED <<alive, table, data, versions, syncs, permits, serving, destroyed, puts, crashes, forked>>
 
 \* The replica a crash of the owner promotes: the surviving replica with the smallest index.
 Promoted(m) == Min({i \in 1..Slots : table[i] \notin {None, m}})
@@ -401,6 +424,7 @@ Crash(m) ==
             /\ permits' = [permits EXCEPT ![m] = MaxParallel]
             /\ forked' = [forked EXCEPT ![m] = {}]
     /\ data' = [data EXCEPT ![m] = <<>>]
+    /\ serving' = [serving EXCEPT ![m] = <<>>]
     /\ crashes' = crashes + 1
     /\ action' = [name |-> "Crash", member |-> m]
     /\ UNCHANGED <<destroyed, puts, losses>>
@@ -410,7 +434,7 @@ Join(m) ==
     /\ m \in Members \ alive
     /\ alive' = alive \cup {m}
     /\ action' = [name |-> "Join", member |-> m]
-    /\ UNCHANGED <<table, data, versions, syncs, permits, msgs, destroyed, puts, losses, crashes, forked>>
+    /\ UNCHANGED <<table, data, versions, syncs, permits, serving, msgs, destroyed, puts, losses, crashes, forked>>
 
 \* The master fills vacant replica index i with live member m (a joiner, or a replica shifted up from a
 \* larger index) by a copy migration from the owner: its data (for i <= BackupCount) and vectors from
@@ -424,7 +448,7 @@ Migrate(m, i) ==
     /\ versions' = [versions EXCEPT ![m] = [ns \in DOMAIN versions[Owner] |-> Installed(versions[Owner][ns].v, i)]]
     /\ forked' = [forked EXCEPT ![m] = IF i <= BackupCount THEN {} ELSE @]
     /\ action' = [name |-> "Migrate", member |-> m, replica |-> i]
-    /\ UNCHANGED <<alive, syncs, permits, msgs, destroyed, puts, losses, crashes>>
+    /\ UNCHANGED <<alive, syncs, permits, serving, msgs, destroyed, puts, losses, crashes>>
 
 \* A map is destroyed: every member drops its data at once; version tables keep the fragment until
 \* anti-entropy drops it.
@@ -434,7 +458,7 @@ Destroy(ns) ==
     /\ data' = [m \in Members |-> [x \in DOMAIN data[m] \ {ns} |-> data[m][x]]]
     /\ forked' = [m \in Members |-> forked[m] \ {ns}]
     /\ action' = [name |-> "Destroy", ns |-> ns]
-    /\ UNCHANGED <<alive, table, versions, syncs, permits, msgs, puts, losses, crashes>>
+    /\ UNCHANGED <<alive, table, versions, syncs, permits, serving, msgs, puts, losses, crashes>>
 
 -----------------------------------------------------------------------------
 
@@ -442,6 +466,7 @@ Receive(m) ==
     \/ \E x \in msgs :
         \/ Backup(m, x) \/ BackupFailure(m, x) \/ SyncResponse(m, x) \/ SyncRetry(m, x)
         \/ \E g \in SUBSET Namespaces : BackupAntiEntropy(m, x, g) \/ SyncRequest(m, x, g)
+    \/ \E t \in Members, r \in 1..Slots, ns \in Namespaces : SyncSend(m, t, r, ns)
 
 Next ==
     \/ \E ns \in Namespaces, k \in Keys : Put(ns, k)
@@ -461,6 +486,7 @@ Fairness ==
         /\ WF_vars(\E b \in msgs : Backup(m, b))
         /\ WF_vars(\E a \in msgs, g \in SUBSET Namespaces : BackupAntiEntropy(m, a, g))
         /\ WF_vars(\E q \in msgs, g \in SUBSET Namespaces : SyncRequest(m, q, g))
+        /\ WF_vars(\E t \in Members, r \in 1..Slots, ns \in Namespaces : SyncSend(m, t, r, ns))
         /\ WF_vars(\E p \in msgs : SyncResponse(m, p))
         /\ WF_vars(\E t \in msgs : SyncRetry(m, t))
         /\ WF_vars(AntiEntropy(m))
@@ -483,13 +509,14 @@ TypeOK ==
     /\ \A m \in Members : DOMAIN versions[m] \subseteq Namespaces /\ DOMAIN data[m] \subseteq Namespaces
     /\ \A m \in Members : \A ns \in DOMAIN versions[m] : versions[m][ns].v \in Vector
     /\ \A m \in Members : syncs[m] \subseteq Namespaces \X (1..Slots) /\ permits[m] \in Nat
+    /\ \A m \in Members : DOMAIN serving[m] \subseteq Members \X (1..Slots) \X Namespaces
     /\ \A x \in msgs : x.type \in {"Backup", "AntiEntropy", "SyncRequest", "SyncResponse", "SyncRetry"}
     /\ \A m \in Members : forked[m] \subseteq Namespaces
     /\ destroyed \subseteq Maps /\ puts <= MaxPuts /\ losses <= MaxLosses /\ crashes <= MaxCrashes
 
 \* Permits are conserved: every permit is free or held by one request in flight; none leaks on a retry
 \* or a timeout, none is freed twice.
-PermitsConserved == \A m \in Members : permits[m] + Cardinality(syncs[m]) = MaxParallel
+PermitsConserved == \A m \in Members : permits[m] + Cardinality(syncs[m]) + Serving(m) = MaxParallel
 
 \* Version equality means data equality - what makes anti-entropy sound: a backup replica r within the
 \* backup count whose slot r equals the owner's, neither dirty nor marked, holds the owner's data of that
@@ -549,7 +576,7 @@ PromotionShiftsVersions ==
 \* to its owner (same data and versions from its index upward, not dirty), every permit is back, and
 \* no version table keeps a destroyed map.
 Converged ==
-    /\ \A m \in Members : syncs[m] = {}
+    /\ \A m \in Members : syncs[m] = {} /\ serving[m] = <<>>
     /\ \A m \in Replicas : DOMAIN versions[m] \cap destroyed = {}
     /\ \A m \in Replicas :
         LET r == IndexOf(m)
