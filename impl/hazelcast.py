@@ -304,6 +304,36 @@ class HazelcastCluster:
             return [frozenset()]
         return _grants(msg.namespaces, self.members[owner].permits)
 
+    # --- the rules (one method each, so that the bug zoo's mutants can break one) -----------------------
+
+    def _stale(self, fragment: FragmentVersions, versions: tuple[int, ...], replica: int) -> bool:
+        return fragment.is_stale(versions, replica)
+
+    def _update(
+        self, fragment: FragmentVersions, versions: tuple[int, ...], replica: int
+    ) -> FragmentVersions:
+        return fragment.update(versions, replica)
+
+    def _failed(
+        self, fragment: FragmentVersions, versions: tuple[int, ...], replica: int
+    ) -> FragmentVersions:
+        return fragment.mark_sync_required(replica)
+
+    def _shifted(self, fragment: FragmentVersions, index: int) -> FragmentVersions:
+        return fragment.shifted(index)
+
+    def _increments(self) -> int:
+        """Slots a put increments: the requested backup count, also for replicas that do not exist."""
+        return self.config.backup_count
+
+    def _permits_for(self, granted: frozenset[str]) -> int:
+        """Permits a sync request takes: one per namespace."""
+        return len(granted)
+
+    def _sends(self, kept: Mapping[str, FragmentVersions]) -> bool:
+        """Whether an anti-entropy round sends its operations: always (so that backups drop fragments)."""
+        return True
+
     # --- helpers ---------------------------------------------------------------------------------------
 
     def _require(self, ok: bool, step: str, **params: object) -> None:
@@ -333,7 +363,7 @@ class HazelcastCluster:
         assert owner is not None
         changes: dict[str, Any] = {
             "syncs": state.syncs | {(ns, replica) for ns in granted},
-            "permits": state.permits - len(granted),
+            "permits": state.permits - self._permits_for(granted),
         }
         return changes, {SyncRequest(member, owner, replica, granted)}
 
@@ -362,7 +392,7 @@ class HazelcastCluster:
         )
         assert owner is not None
         state = self.members[owner]
-        fragment = self.fragment(owner, ns).increment(self.config.backup_count)
+        fragment = self.fragment(owner, ns).increment(self._increments())
         sent = {
             Backup(owner, m, r, ns, key, value, fragment.versions, self._round_to(m))
             for r in range(1, self.config.backup_count + 1)
@@ -386,10 +416,10 @@ class HazelcastCluster:
         rest = self.network - {msg}
         r = msg.replica
         current = self.fragment(member, msg.ns)
-        if self.index_of(member) != r or current.is_stale(msg.versions, r):
+        if self.index_of(member) != r or self._stale(current, msg.versions, r):
             return replace(self, network=rest)
         state = self.members[member]
-        new = current.update(msg.versions, r)
+        new = self._update(current, msg.versions, r)
         changes: dict[str, Any] = {}
         sent: set[Message] = set()
         if new.dirty and state.permits > 0:
@@ -407,10 +437,10 @@ class HazelcastCluster:
         self._message(Backup, msg, member, "BackupFailure")
         assert isinstance(msg, Backup)
         current = self.fragment(member, msg.ns)
-        ok = self.index_of(member) == msg.replica and not current.is_stale(msg.versions, msg.replica)
+        ok = self.index_of(member) == msg.replica and not self._stale(current, msg.versions, msg.replica)
         self._require(ok, "BackupFailure", member=member, msg=msg)
         state = self.members[member]
-        marked = current.mark_sync_required(msg.replica)
+        marked = self._failed(current, msg.versions, msg.replica)
         return self._with(member, network=self.network - {msg}, versions={**state.versions, msg.ns: marked})
 
     # --- anti-entropy ----------------------------------------------------------------------------------
@@ -432,7 +462,7 @@ class HazelcastCluster:
                 member, m, r, tuple(sorted((ns, f.slot(r)) for ns, f in kept.items())), self.backups_to(m)
             )
             for r in range(1, self.config.slots + 1)
-            if (m := self.table[r]) is not None
+            if (m := self.table[r]) is not None and self._sends(kept)
         }
         return self._with(member, network=self.network | sent, versions=kept)
 
@@ -569,7 +599,7 @@ class HazelcastCluster:
             assert promoted is not None
             table[0], table[c] = promoted, None
             state = members[promoted]
-            shifted = {ns: f.shifted(c) for ns, f in state.versions.items()}
+            shifted = {ns: self._shifted(f, c) for ns, f in state.versions.items()}
             members[promoted] = replace(state, versions=shifted)
             members = {
                 m: replace(s, syncs=frozenset(), permits=self.config.max_parallel) for m, s in members.items()
@@ -655,7 +685,7 @@ class HazelcastCluster:
         if isinstance(msg, Backup):
             yield Step("Backup", member=m, msg=msg)
             f = self.fragment(m, msg.ns)
-            if self.index_of(m) == msg.replica and not f.is_stale(msg.versions, msg.replica):
+            if self.index_of(m) == msg.replica and not self._stale(f, msg.versions, msg.replica):
                 yield Step("BackupFailure", member=m, msg=msg)
             yield Step("Drop", msg=msg)
         elif isinstance(msg, AntiEntropy):

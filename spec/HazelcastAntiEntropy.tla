@@ -134,8 +134,18 @@ Installed(vec, r) == [v |-> [i \in 1..Slots |-> IF i >= r THEN vec[i] ELSE 0], d
 \* After a promotion from index c the new owner's slots 1..c-1 take the value of slot c.
 Shift(vec, c) == [i \in 1..Slots |-> IF i < c THEN vec[c] ELSE vec[i]]
 
+\* markAsSyncRequired: a backup that failed while applying leaves replica r's slot at -1.
+Failed(f, vec, r) == [f EXCEPT !.v[r] = -1]
+
 \* Backup-count slots the owner increments per put: the requested count.
 Increments == BackupCount
+
+\* Sync permits a request for the namespaces g takes: one per namespace.
+PermitsFor(g) == Cardinality(g)
+
+\* Whether the owner's anti-entropy round sends the operations: always - also with no fragment left,
+\* so that the backups drop theirs.
+Sends(kept) == TRUE
 
 -----------------------------------------------------------------------------
 (* Helpers                                                                  *)
@@ -165,7 +175,7 @@ RequestMsgs(m, g, r) == IF g = {} THEN {}
                          ELSE {[type |-> "SyncRequest", from |-> m, to |-> Owner, replica |-> r, namespaces |-> g]}
 Request(m, g, r) ==
     /\ syncs' = [syncs EXCEPT ![m] = @ \cup {<<ns, r>> : ns \in g}]
-    /\ permits' = [permits EXCEPT ![m] = @ - Cardinality(g)]
+    /\ permits' = [permits EXCEPT ![m] = @ - PermitsFor(g)]
 
 \* Clear m's requests for these namespaces and index, each freeing its permit (if still registered).
 Cleared(m, nss, r) == {<<ns, r>> : ns \in nss} \cap syncs[m]
@@ -255,7 +265,7 @@ BackupFailure(m, b) ==
     /\ b \in msgs /\ b.type = "Backup" /\ b.to = m /\ ~b.held
     /\ IndexOf(m) = b.replica /\ ~Stale(Fragment(m, b.ns), b.versions, b.replica)
     /\ LET f == Fragment(m, b.ns)
-       IN versions' = [versions EXCEPT ![m] = (b.ns :> [f EXCEPT !.v[b.replica] = -1]) @@ @]
+       IN versions' = [versions EXCEPT ![m] = (b.ns :> Failed(f, b.versions, b.replica)) @@ @]
     /\ msgs' = msgs \ {b}
     /\ losses' = losses + 1
     /\ action' = Step("BackupFailure", m, b)
@@ -275,7 +285,7 @@ AntiEntropy(o) ==
           /\ msgs' = msgs \cup {[type |-> "AntiEntropy", from |-> o, to |-> table[r], replica |-> r,
                                  versions |-> [ns \in DOMAIN kept |-> kept[ns].v[r]],
                                  after |-> BackupsTo(table[r])] :
-                                r \in {r \in 1..Slots : table[r] # None}}
+                                r \in {r \in 1..Slots : table[r] # None /\ Sends(kept)}}
     /\ action' = [name |-> "AntiEntropy", member |-> o]
     /\ UNCHANGED <<alive, table, data, syncs, permits, serving, destroyed, puts, losses, crashes, forked>>
 
@@ -542,6 +552,15 @@ BackupNeverGoesBack ==
              /\ ns \in DOMAIN versions[m] /\ ns \in DOMAIN versions'[m]
              /\ action'.name \notin {"SyncResponse", "Migrate", "BackupFailure"})
             => versions'[m][ns].v[r] >= versions[m][ns].v[r]]_vars
+
+\* Backups never go back in data either: a member's value of a key only grows (a value is its put's
+\* number), except when a sync or a migration installs the owner's data or a map is destroyed.
+DataNeverGoesBack ==
+    [][\A m \in Members, ns \in Namespaces :
+         (/\ m \in alive /\ m \in alive' /\ ns \in DOMAIN data[m]
+          /\ action'.name \notin {"SyncResponse", "Migrate", "Destroy"})
+         => /\ ns \in DOMAIN data'[m]
+            /\ \A k \in DOMAIN data[m][ns] : k \in DOMAIN data'[m][ns] /\ data'[m][ns][k] >= data[m][ns][k]]_vars
 
 \* A skipped update leaves the replica dirty or marked until a sync repairs it: a Backup that jumps
 \* leaves the fragment dirty, a failed one leaves the slot at -1, and both marks go only by a sync
