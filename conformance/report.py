@@ -32,8 +32,9 @@ from conformance.zoo import ZooReport
 # Mismatches drawn in full (diagram, source state); the other examples kept are listed in a table.
 MISMATCH_DIAGRAMS = 5
 
-# Action record fields naming the copy or node a step happens on (UpdateCounter: copy, TxCounters: node).
-PARTICIPANT_FIELDS = ("copy", "node")
+# Action record fields naming the copy, node or member a step happens on (UpdateCounter: copy, TxCounters
+# and PME: node, HazelcastAntiEntropy: member).
+PARTICIPANT_FIELDS = ("copy", "node", "member")
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
@@ -482,13 +483,16 @@ def _zoo_section(zoo: ZooReport) -> str:
     ]
     for entry in zoo.entries:
         rows.append(
-            f"<tr><td>{_code(entry.name)}<br>{_e(entry.title)}<br>{_code(entry.override)}</td>"
+            f"<tr><td>{_code(entry.name)} ({_e(entry.protocol)}"
+            + (f", reproduces {_e(entry.reproduces)}" if entry.reproduces else "")
+            + f")<br>{_e(entry.title)}<br>{_code(entry.override)}</td>"
             f"<td>{_e(entry.spec.describe())}</td><td>{_e(entry.impl.describe())}</td>"
             f"<td>{_verdict_html(entry.caught)}</td></tr>"
         )
     return (
         f'<section id="zoo"><h2>Bug zoo {_verdict_html(zoo.all_caught)}</h2>\n'
-        "<p>Each known bug as a spec variant (spec/PMEZoo.tla, selected by a definition override) that TLC"
+        "<p>Each known bug as a spec variant (spec/PMEZoo.tla, spec/HazelcastZoo.tla, selected by a"
+        " definition override) that TLC"
         " must falsify, and as an implementation mutant that conformance replay must reject"
         " (docs/bugzoo.md).</p>\n"
         f"<table>{''.join(rows)}</table></section>\n"
