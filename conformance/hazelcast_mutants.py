@@ -55,11 +55,11 @@ class PromotionWithoutShift(HazelcastCluster):
         return fragment
 
 
-class OnePermitPerBatch(HazelcastCluster):
-    """6. hazelcast#14219: a sync request takes one permit whatever its number of namespaces."""
+class PermitBackPerNamespace(HazelcastCluster):
+    """6. hazelcast#16837: clearing requests gives a permit back per namespace named, registered or not."""
 
-    def _permits_for(self, granted: frozenset[str]) -> int:
-        return 1 if granted else 0
+    def _permits_back(self, cleared: int, named: int) -> int:
+        return named
 
 
 class SilentOwnerWithoutFragments(HazelcastCluster):
@@ -83,7 +83,7 @@ HAZELCAST_MUTANTS: dict[str, type[HazelcastCluster]] = {
     "jump-not-dirty": JumpNotDirty,
     "failed-backup-advances": FailedBackupAdvances,
     "promotion-without-shift": PromotionWithoutShift,
-    "one-permit-per-batch": OnePermitPerBatch,
+    "permit-back-twice": PermitBackPerNamespace,
     "silent-owner-without-fragments": SilentOwnerWithoutFragments,
     "increments-capped-at-members": IncrementsCappedAtMembers,
 }

@@ -174,11 +174,11 @@ ZOO: tuple[ZooEntry, ...] = (
                 "hazelcast/hazelcast#4724",
             ),
             (
-                "one-permit-per-batch",
-                "A sync request for several namespaces takes one permit, every namespace gives one back",
-                "PermitsFor <- OnePermit",
+                "permit-back-twice",
+                "A response after its request timed out gives the permit back a second time",
+                "PermitsBack <- PermitsBackPerNamespace",
                 HZ_SMALL,
-                "hazelcast/hazelcast#14219",
+                "hazelcast/hazelcast#16837",
             ),
             (
                 "silent-owner-without-fragments",

@@ -326,9 +326,10 @@ class HazelcastCluster:
         """Slots a put increments: the requested backup count, also for replicas that do not exist."""
         return self.config.backup_count
 
-    def _permits_for(self, granted: frozenset[str]) -> int:
-        """Permits a sync request takes: one per namespace."""
-        return len(granted)
+    def _permits_back(self, cleared: int, named: int) -> int:
+        """Permits that clearing requests gives back: one per request still registered (one that timed out
+        gave its permit back already)."""
+        return cleared
 
     def _sends(self, kept: Mapping[str, FragmentVersions]) -> bool:
         """Whether an anti-entropy round sends its operations: always (so that backups drop fragments)."""
@@ -363,7 +364,7 @@ class HazelcastCluster:
         assert owner is not None
         changes: dict[str, Any] = {
             "syncs": state.syncs | {(ns, replica) for ns in granted},
-            "permits": state.permits - self._permits_for(granted),
+            "permits": state.permits - len(granted),
         }
         return changes, {SyncRequest(member, owner, replica, granted)}
 
@@ -371,7 +372,10 @@ class HazelcastCluster:
         """Clear the member's requests for these namespaces and index, each freeing its permit."""
         state = self.members[member]
         gone = {(ns, replica) for ns in namespaces} & state.syncs
-        return {"syncs": state.syncs - gone, "permits": state.permits + len(gone)}
+        return {
+            "syncs": state.syncs - gone,
+            "permits": state.permits + self._permits_back(len(gone), len(namespaces)),
+        }
 
     def _message(self, kind: type[Message], msg: Message, member: str, step: str) -> None:
         self._require(

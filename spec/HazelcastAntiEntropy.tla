@@ -140,9 +140,6 @@ Failed(f, vec, r) == [f EXCEPT !.v[r] = -1]
 \* Backup-count slots the owner increments per put: the requested count.
 Increments == BackupCount
 
-\* Sync permits a request for the namespaces g takes: one per namespace.
-PermitsFor(g) == Cardinality(g)
-
 \* Whether the owner's anti-entropy round sends the operations: always - also with no fragment left,
 \* so that the backups drop theirs.
 Sends(kept) == TRUE
@@ -175,13 +172,15 @@ RequestMsgs(m, g, r) == IF g = {} THEN {}
                          ELSE {[type |-> "SyncRequest", from |-> m, to |-> Owner, replica |-> r, namespaces |-> g]}
 Request(m, g, r) ==
     /\ syncs' = [syncs EXCEPT ![m] = @ \cup {<<ns, r>> : ns \in g}]
-    /\ permits' = [permits EXCEPT ![m] = @ - PermitsFor(g)]
+    /\ permits' = [permits EXCEPT ![m] = @ - Cardinality(g)]
 
-\* Clear m's requests for these namespaces and index, each freeing its permit (if still registered).
+\* Clear m's requests for these namespaces and index, each freeing its permit - only the requests still
+\* registered: one that timed out gave its permit back already.
 Cleared(m, nss, r) == {<<ns, r>> : ns \in nss} \cap syncs[m]
+PermitsBack(m, nss, r) == Cardinality(Cleared(m, nss, r))
 ClearRequests(m, nss, r) ==
     /\ syncs' = [syncs EXCEPT ![m] = @ \ Cleared(m, nss, r)]
-    /\ permits' = [permits EXCEPT ![m] = @ + Cardinality(Cleared(m, nss, r))]
+    /\ permits' = [permits EXCEPT ![m] = @ + PermitsBack(m, nss, r)]
 
 Step(name, m, msg) == [name |-> name, member |-> m, msg |-> msg]
 

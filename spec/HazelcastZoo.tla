@@ -36,9 +36,10 @@ FailedAdvancing(f, vec, r) == IF f.v[r] < vec[r] THEN [f EXCEPT !.v = CopyFrom(f
 \*    inherits from its old index are measured against versions it never had.
 NoShift(vec, c) == vec
 
-\* 6. hazelcast#14219: a sync request for several namespaces takes one permit, but every namespace gives
-\*    one back - the pool grows past max.parallel.replications.
-OnePermit(g) == IF g = {} THEN 0 ELSE 1
+\* 6. hazelcast#16837: clearing a request gives a permit back for every namespace named, also for a
+\*    request that timed out (and gave its permit back then) - the pool grows past
+\*    max.parallel.replications.
+PermitsBackPerNamespace(m, nss, r) == Cardinality(nss)
 
 \* 7. hazelcast#10775: an owner with no fragment left sends no anti-entropy operation, so its backups
 \*    never drop a destroyed map's versions.
