@@ -42,6 +42,12 @@ MODELS = {
     "tests/models/PME-history.cfg": "spec/PME.tla",
     "tests/models/PME-lost.cfg": "spec/PME.tla",
     "tests/models/PME-small.cfg": "spec/PME.tla",
+    "spec/HazelcastAntiEntropy.cfg": "spec/HazelcastAntiEntropy.tla",
+    "spec/HazelcastAntiEntropy-promotion.cfg": "spec/HazelcastAntiEntropy.tla",
+    "spec/HazelcastAntiEntropy-liveness.cfg": "spec/HazelcastAntiEntropy.tla",
+    "tests/models/HazelcastAntiEntropy-small.cfg": "spec/HazelcastAntiEntropy.tla",
+    "tests/models/HazelcastAntiEntropy-zoo.cfg": "spec/HazelcastAntiEntropy.tla",
+    "tests/models/HazelcastAntiEntropy-promotion-zoo.cfg": "spec/HazelcastAntiEntropy.tla",
 }
 _INITIAL = re.compile(r"Finished computing initial states: ([\d,]+) distinct states? generated")
 

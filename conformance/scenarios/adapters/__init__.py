@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from conformance.scenarios.adapters.base import System
 from conformance.scenarios.adapters.cluster import ClusterSystem
+from conformance.scenarios.adapters.hazelcast import HazelcastSystem
 from conformance.scenarios.adapters.pme import PmeSystem
 
 SYSTEMS: dict[str, dict[str, type[System]]] = {
-    "impl": {"2pc": ClusterSystem, "pme": PmeSystem},
+    "impl": {"2pc": ClusterSystem, "pme": PmeSystem, "hazelcast": HazelcastSystem},
 }
