@@ -91,6 +91,7 @@ class HashRecord(_Model):
     update_counter: str = Field(alias="updateCounter")
     size: int
     hash: int
+    ver_hash: int = Field(default=0, alias="verHash")
     state: str
 
 
