@@ -461,6 +461,12 @@ def cmd_distribution(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from conformance.audit.command import run
+
+    return run(args)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check,
     "conform": cmd_conform,
@@ -472,6 +478,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": cmd_validate,
     "scenario": cmd_scenario,
     "verify": cmd_verify,
+    "audit": cmd_audit,
 }
 
 

@@ -36,7 +36,7 @@ MISMATCH_DIAGRAMS = 5
 # and PME: node, HazelcastAntiEntropy: member).
 PARTICIPANT_FIELDS = ("copy", "node", "member")
 
-_STYLE = """
+STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
@@ -523,7 +523,7 @@ def html_page(report: VerifyReport) -> str:
     )
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
-        f"<title>tidemark verify: {verdict(report.holds)}</title>\n<style>{_STYLE}</style></head><body>\n"
+        f"<title>tidemark verify: {verdict(report.holds)}</title>\n<style>{STYLE}</style></head><body>\n"
         + body
         + footer
         + "</body></html>\n"

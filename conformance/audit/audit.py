@@ -22,7 +22,15 @@ from conformance.audit.kernel import KernelOptions
 from conformance.audit.snapshot import Snapshot, open_snapshot
 from conformance.errors import TidemarkError
 from impl.affinity import hash_string
-from impl.idle_verify import HashRecord, RecordState, compare, counter_text, parse_missed, record, reported_state
+from impl.idle_verify import (
+    HashRecord,
+    RecordState,
+    compare,
+    counter_text,
+    parse_missed,
+    record,
+    reported_state,
+)
 
 
 def group_id(name: str) -> int:
@@ -44,12 +52,19 @@ class Record(BaseModel):
     @classmethod
     def of(cls, r: HashRecord) -> Record:
         return cls(
-            node=r.node, primary=r.primary, state=r.state, counter=r.counter, size=r.size,
-            part_hash=r.part_hash, ver_hash=r.ver_hash,
+            node=r.node,
+            primary=r.primary,
+            state=r.state,
+            counter=r.counter,
+            size=r.size,
+            part_hash=r.part_hash,
+            ver_hash=r.ver_hash,
         )
 
     def hash_record(self) -> HashRecord:
-        return HashRecord(self.node, self.primary, self.state, self.counter, self.size, self.part_hash, self.ver_hash)
+        return HashRecord(
+            self.node, self.primary, self.state, self.counter, self.size, self.part_hash, self.ver_hash
+        )
 
 
 def dump_order(records: Sequence[Record]) -> list[Record]:
@@ -114,7 +129,9 @@ class AuditReport(BaseModel):
     lost: int
     not_idle: int
     per_group: dict[str, Tally] = Field(description="conflict partitions per group")
-    per_node: dict[str, Tally] = Field(description="copies differing from their partition's primary, per node")
+    per_node: dict[str, Tally] = Field(
+        description="copies differing from their partition's primary, per node"
+    )
     seconds: float = 0.0
     partitions: list[PartitionAudit] = Field(default_factory=list)
 
@@ -149,7 +166,8 @@ def _records(copies: list[CopyFigures], source: str) -> dict[tuple[str, int], li
     for (group, partition), nodes in sorted(primaries.items()):
         if len(nodes) > 1:
             raise TidemarkError(
-                f"partition {partition} of group {group!r} has {len(nodes)} primary copies (on {', '.join(nodes)})",
+                f"partition {partition} of group {group!r} has {len(nodes)} primary copies"
+                f" (on {', '.join(nodes)})",
                 source=source,
                 expected="at most one primary copy per partition",
             )
@@ -181,13 +199,19 @@ def audit_snapshots(
     started = time.monotonic()
     copies = _figures(first, options, spark)
     if not copies and (options.caches or options.exclude):
-        raise TidemarkError("no group matches the filter", source="--caches/--exclude-caches", expected="a group of the snapshot")
+        raise TidemarkError(
+            "no group matches the filter",
+            source="--caches/--exclude-caches",
+            expected="a group of the snapshot",
+        )
     later_copies = _figures(later, options, spark) if later is not None else []
     moved = _moved(copies, later_copies) if later is not None else set()
     later_records = _records(later_copies, str(later.path)) if later is not None else {}
     partitions = []
     for (group, partition), records in _records(copies, str(first.path)).items():
-        audit = PartitionAudit(group=group, group_id=group_id(group), partition=partition, records=dump_order(records))
+        audit = PartitionAudit(
+            group=group, group_id=group_id(group), partition=partition, records=dump_order(records)
+        )
         if (group, partition) in moved:
             audit.not_idle = True
             audit.later = dump_order(later_records.get((group, partition), []))
@@ -246,7 +270,9 @@ def audit(
     second = open_snapshot(later, first.key_type) if later is not None else None
     options = KernelOptions(first.key_type, tuple(caches), tuple(exclude))
     if first.kind == "csv" and master is not None:
-        raise TidemarkError("CSV snapshots are audited in this process", source="--master", expected="a Parquet snapshot")
+        raise TidemarkError(
+            "CSV snapshots are audited in this process", source="--master", expected="a Parquet snapshot"
+        )
     if local or first.kind == "csv" or (second is not None and second.kind == "csv"):
         return audit_snapshots(first, second, options)
     from conformance.spark import spark_session

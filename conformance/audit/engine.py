@@ -60,13 +60,26 @@ def _fold(tables: list[pa.Table]) -> pa.Table:
     if "state_min" not in table.schema.names:
         table = table.drop_columns(list(ERRORS))
         table = pa.Table.from_arrays(
-            [*(table.column(c) for c in (*KEYS, *SUMS)), *(table.column(c) for c in SAME), *(table.column(c) for c in SAME)],
+            [
+                *(table.column(c) for c in (*KEYS, *SUMS)),
+                *(table.column(c) for c in SAME),
+                *(table.column(c) for c in SAME),
+            ],
             [*KEYS, *SUMS, *(f"{c}_min" for c in SAME), *(f"{c}_max" for c in SAME)],
         )
     out = table.group_by(list(KEYS), use_threads=False).aggregate(
-        [*((c, "sum") for c in SUMS), *((f"{c}_min", "min") for c in SAME), *((f"{c}_max", "max") for c in SAME)]
+        [
+            *((c, "sum") for c in SUMS),
+            *((f"{c}_min", "min") for c in SAME),
+            *((f"{c}_max", "max") for c in SAME),
+        ]
     )
-    names = [*(f"{c}_sum" for c in SUMS), *(f"{c}_min_min" for c in SAME), *(f"{c}_max_max" for c in SAME), *KEYS]
+    names = [
+        *(f"{c}_sum" for c in SUMS),
+        *(f"{c}_min_min" for c in SAME),
+        *(f"{c}_max_max" for c in SAME),
+        *KEYS,
+    ]
     plain = [*SUMS, *(f"{c}_min" for c in SAME), *(f"{c}_max" for c in SAME), *KEYS]
     return out.rename_columns([plain[names.index(n)] for n in out.schema.names])
 
@@ -115,7 +128,11 @@ def copies_on_spark(spark: Any, snapshot: Snapshot, options: KernelOptions) -> p
     from pyspark.sql import functions as F
 
     if snapshot.kind != "parquet":
-        raise TidemarkError("CSV snapshots are audited in this process", source="--master", expected="--local, or a Parquet snapshot")
+        raise TidemarkError(
+            "CSV snapshots are audited in this process",
+            source="--master",
+            expected="--local, or a Parquet snapshot",
+        )
     conf = spark.conf
     previous = conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
     conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH_ROWS))
@@ -139,7 +156,9 @@ def copies_on_spark(spark: Any, snapshot: Snapshot, options: KernelOptions) -> p
         conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", previous)
     errors = table.filter(table.column("error").is_valid())
     if errors.num_rows:
-        first = min(errors.to_pylist(), key=lambda e: (_spark_file(spark, snapshot, e["error_file"]), e["error_row"]))
+        first = min(
+            errors.to_pylist(), key=lambda e: (_spark_file(spark, snapshot, e["error_file"]), e["error_row"])
+        )
         raise located(snapshot, first, lambda file_id: _spark_file(spark, snapshot, file_id))
     return table.filter(table.column("error").is_null()).drop_columns(list(ERRORS))
 
@@ -165,7 +184,8 @@ def copy_figures(table: pa.Table, source: str) -> list[CopyFigures]:
             if row[f"{column}_min"] != row[f"{column}_max"]:
                 raise TidemarkError(
                     f"the rows of the copy of group {row['group']!r}, partition {row['partition']} on node"
-                    f" {row['node']!r} disagree on {column}: {row[f'{column}_min']!r} and {row[f'{column}_max']!r}",
+                    f" {row['node']!r} disagree on {column}: {row[f'{column}_min']!r}"
+                    f" and {row[f'{column}_max']!r}",
                     source=source,
                     expected="one state, primary flag and counter per copy",
                 )

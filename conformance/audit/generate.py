@@ -110,21 +110,29 @@ def _group(config: GenerateConfig, index: int, count: int) -> _Group:
     lengths = rng.integers(8, 25, count)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     data = rng.integers(0, 256, int(offsets[-1]), dtype=np.uint8)
-    values = pa.LargeBinaryArray.from_buffers(pa.large_binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    values = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
     table = pa.table(
         {"key": keys, "value": values.cast(pa.binary()), "version": rng.integers(1, 1 << 40, count)}
     ).take(pa.array(order))
-    starts = np.concatenate([[0], np.cumsum(np.bincount(parts, minlength=config.partitions))]).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(np.bincount(parts, minlength=config.partitions))]).astype(
+        np.int64
+    )
     return _Group(f"group-{index}", index, table, starts)
 
 
-def _plan(config: GenerateConfig, groups: list[_Group]) -> tuple[dict[tuple[int, int], Injection], set[tuple[int, int]]]:
+def _plan(
+    config: GenerateConfig, groups: list[_Group]
+) -> tuple[dict[tuple[int, int], Injection], set[tuple[int, int]]]:
     """Where each divergence goes (distinct partitions, a backup copy) and which partitions move later."""
     rng = np.random.default_rng([config.seed, 1 << 20])
     cells = [(g.index, p) for g in groups for p in range(config.partitions)]
     wanted = config.divergences + config.not_idle
     if wanted > len(cells):
-        raise TidemarkError(f"{wanted} partitions to change, the snapshot has {len(cells)}", source="--divergences")
+        raise TidemarkError(
+            f"{wanted} partitions to change, the snapshot has {len(cells)}", source="--divergences"
+        )
     kinds = [KINDS[i % len(KINDS)] for i in range(config.divergences)]
     if config.node_count <= config.copies:
         kinds = [k for k in kinds if k != "renting"] + ["moving"] * kinds.count("renting")
@@ -135,7 +143,9 @@ def _plan(config: GenerateConfig, groups: list[_Group]) -> tuple[dict[tuple[int,
         pool = with_entries if kind in ("missing-entry", "value-differs", "version-differs") else picked
         cell = next((c for c in pool if c not in plan), None)
         if cell is None:
-            raise TidemarkError(f"no partition with entries left for a {kind} divergence", source="--divergences")
+            raise TidemarkError(
+                f"no partition with entries left for a {kind} divergence", source="--divergences"
+            )
         g, p = cell
         copy = 1 + int(rng.integers(0, config.copies - 1)) if config.copies > 1 else 0
         node = None if kind == "lost" else _node((p + g + copy) % config.node_count)
@@ -145,10 +155,27 @@ def _plan(config: GenerateConfig, groups: list[_Group]) -> tuple[dict[tuple[int,
     return plan, set([c for c in picked if c not in plan][: config.not_idle])
 
 
-def _segment(group: _Group, partition: int, node: str, primary: bool, state: str, lwm: int, gaps: str, hwm: int,
-             rows: NDArray[np.int64]) -> pa.Table:
-    entries = group.table.take(pa.array(rows)) if len(rows) else pa.table(
-        {"key": pa.nulls(1, pa.int64()), "value": pa.nulls(1, pa.binary()), "version": pa.nulls(1, pa.int64())}
+def _segment(
+    group: _Group,
+    partition: int,
+    node: str,
+    primary: bool,
+    state: str,
+    lwm: int,
+    gaps: str,
+    hwm: int,
+    rows: NDArray[np.int64],
+) -> pa.Table:
+    entries = (
+        group.table.take(pa.array(rows))
+        if len(rows)
+        else pa.table(
+            {
+                "key": pa.nulls(1, pa.int64()),
+                "value": pa.nulls(1, pa.binary()),
+                "version": pa.nulls(1, pa.int64()),
+            }
+        )
     )
     n = entries.num_rows
     copy = pa.table(
@@ -163,10 +190,14 @@ def _segment(group: _Group, partition: int, node: str, primary: bool, state: str
             "hwm": pa.array(np.full(n, hwm, np.int64)),
         }
     )
-    return pa.Table.from_arrays([*copy.columns, *entries.columns], [*copy.schema.names, *entries.schema.names])
+    return pa.Table.from_arrays(
+        [*copy.columns, *entries.columns], [*copy.schema.names, *entries.schema.names]
+    )
 
 
-def _copies(config: GenerateConfig, group: _Group, p: int, injection: Injection | None, moved: bool) -> list[pa.Table]:
+def _copies(
+    config: GenerateConfig, group: _Group, p: int, injection: Injection | None, moved: bool
+) -> list[pa.Table]:
     rows = np.arange(group.starts[p], group.starts[p + 1])
     lwm = len(rows) + 2 + (1 if moved else 0)
     kind = injection.kind if injection else None
@@ -231,8 +262,13 @@ class _Files:
             self.writer = None
 
 
-def _write(config: GenerateConfig, groups: list[_Group], plan: dict[tuple[int, int], Injection],
-           moved: set[tuple[int, int]], directory: Path) -> None:
+def _write(
+    config: GenerateConfig,
+    groups: list[_Group],
+    plan: dict[tuple[int, int], Injection],
+    moved: set[tuple[int, int]],
+    directory: Path,
+) -> None:
     directory.mkdir(parents=True)
     files = _Files(directory, config.rows_per_file)
     try:
@@ -251,8 +287,14 @@ def _write(config: GenerateConfig, groups: list[_Group], plan: dict[tuple[int, i
 def generate(config: GenerateConfig, directory: Path) -> Expected:
     """Write directory/snapshot (and directory/later with not_idle > 0) and directory/expected.json."""
     if config.copies > config.node_count:
-        raise TidemarkError(f"{config.copies} copies on {config.node_count} nodes", source="--copies", expected="at most one copy per node")
-    counts = [config.entries // config.groups + (g < config.entries % config.groups) for g in range(config.groups)]
+        raise TidemarkError(
+            f"{config.copies} copies on {config.node_count} nodes",
+            source="--copies",
+            expected="at most one copy per node",
+        )
+    counts = [
+        config.entries // config.groups + (g < config.entries % config.groups) for g in range(config.groups)
+    ]
     groups = [_group(config, g, n) for g, n in enumerate(counts)]
     plan, moved = _plan(config, groups)
     _write(config, groups, plan, set(), directory / "snapshot")

@@ -103,7 +103,11 @@ def idle_verify_text(report: AuditReport) -> str:
 
 def dump_text(report: AuditReport, skip_zeros: bool = False) -> str:
     """The file `idle_verify --dump [--skip-zeros]` writes: every partition's records, then the verdict."""
-    kept = [p for p in report.partitions if not (skip_zeros and p.records and zero([r.hash_record() for r in p.records]))]
+    kept = [
+        p
+        for p in report.partitions
+        if not (skip_zeros and p.records and zero([r.hash_record() for r in p.records]))
+    ]
     kept = [p for p in kept if p.records]
     skipped = len(report.partitions) - len(kept)
     text = f"The check procedure has finished, found {len(kept)} partitions\n" if kept else ""
@@ -115,7 +119,8 @@ def dump_text(report: AuditReport, skip_zeros: bool = False) -> str:
     text += "Cluster partitions:\n" + _section(kept, "Partition")
     regular = sum(p.records[0].size for p in kept if p.records[0].state is RecordState.OWNING)
     text += _SEPARATOR
-    text += f"CompactFooter statistic for keys [compactFooter=0, noCompactFooter=0, binary=0, regular={regular}]\n\n"
+    text += "CompactFooter statistic for keys [compactFooter=0, noCompactFooter=0, binary=0,"
+    text += f" regular={regular}]\n\n"
     return text + verdict_text(report)
 
 
@@ -123,8 +128,9 @@ def dump_text(report: AuditReport, skip_zeros: bool = False) -> str:
 
 _KEY = re.compile(r"Partition: PartitionKey \[grpId=(-?\d+), grpName=(.*), partId=(\d+)\]")
 _RECORD = re.compile(
-    r"PartitionHashRecord \[isPrimary=(true|false), consistentId=(.*?), updateCntr=(\[lwm=\d+, missed=\[[^\]]*\], "
-    r"hwm=\d+\]|-?\d+), partitionState=(OWNING|MOVING|LOST)(?:, state=MOVING|, size=(-?\d+), partHash=(-?\d+), "
+    r"PartitionHashRecord \[isPrimary=(true|false), consistentId=(.*?), "
+    r"updateCntr=(\[lwm=\d+, missed=\[[^\]]*\], hwm=\d+\]|-?\d+), partitionState=(OWNING|MOVING|LOST)"
+    r"(?:, state=MOVING|, size=(-?\d+), partHash=(-?\d+), "
     r"partVerHash=(-?\d+))\]"
 )
 
@@ -141,8 +147,13 @@ def parse_records(text: str) -> list[Record]:
         primary, node, counter, state, size, part, ver = match.groups()
         records.append(
             Record(
-                node=node, primary=primary == "true", state=RecordState(state), counter=counter,
-                size=MOVING_SIZE if size is None else int(size), part_hash=int(part or 0), ver_hash=int(ver or 0),
+                node=node,
+                primary=primary == "true",
+                state=RecordState(state),
+                counter=counter,
+                size=MOVING_SIZE if size is None else int(size),
+                part_hash=int(part or 0),
+                ver_hash=int(ver or 0),
             )
         )
         at = match.end() + 2 if body.startswith(", ", match.end()) else match.end()
@@ -156,7 +167,9 @@ def read_dump(path: Path) -> dict[tuple[str, int], list[Record]]:
     except (OSError, UnicodeDecodeError) as error:
         raise TidemarkError(f"cannot read it: {error}", source=str(path)) from error
     if not any(line.startswith("The check procedure task was executed with") for line in lines[:3]):
-        raise TidemarkError("not an idle_verify dump", source=str(path), location="line 1", expected="Ignite's dump file")
+        raise TidemarkError(
+            "not an idle_verify dump", source=str(path), location="line 1", expected="Ignite's dump file"
+        )
     partitions: dict[tuple[str, int], list[Record]] = {}
     for number, line in enumerate(lines, 1):
         if line.startswith("CompactFooter statistic"):
@@ -166,11 +179,15 @@ def read_dump(path: Path) -> dict[tuple[str, int], list[Record]]:
             continue
         following = lines[number] if number < len(lines) else ""
         if not following.startswith("Partition instances: "):
-            raise TidemarkError("a partition without its instances", source=str(path), location=f"line {number + 1}")
+            raise TidemarkError(
+                "a partition without its instances", source=str(path), location=f"line {number + 1}"
+            )
         try:
             records = parse_records(following.removeprefix("Partition instances: "))
         except ValueError as error:
-            raise TidemarkError("unreadable records", source=str(path), location=f"line {number + 1}", expected=str(error)) from None
+            raise TidemarkError(
+                "unreadable records", source=str(path), location=f"line {number + 1}", expected=str(error)
+            ) from None
         partitions[(match.group(2), int(match.group(3)))] = dump_order(records)
     return partitions
 
@@ -182,7 +199,10 @@ def differences(report: AuditReport, dump: dict[tuple[str, int], list[Record]]) 
     for key in sorted(set(ours) | set(dump)):
         group, partition = key
         if key not in dump or key not in ours:
-            found.append(f"group {group} partition {partition}: only in {'the dump' if key in dump else 'the snapshot'}")
+            found.append(
+                f"group {group} partition {partition}: only in"
+                f" {'the dump' if key in dump else 'the snapshot'}"
+            )
             continue
         mine, theirs = {r.node: r for r in ours[key]}, {r.node: r for r in dump[key]}
         for node in sorted(set(mine) | set(theirs)):

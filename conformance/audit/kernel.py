@@ -102,8 +102,8 @@ def _plain(array: pa.Array) -> pa.Array:
 def _segments(array: pa.Array) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
     """The offsets (n + 1, into `data`) and the data buffer of a string or binary array."""
     wide = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
-    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64 if wide else np.int32)
-    offsets = offsets[array.offset : array.offset + len(array) + 1].astype(np.int64)
+    raw = np.frombuffer(array.buffers()[1], dtype=np.int64 if wide else np.int32)
+    offsets: NDArray[np.int64] = raw[array.offset : array.offset + len(array) + 1].astype(np.int64)
     data_buffer = array.buffers()[2]
     data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
     return offsets, data
@@ -174,8 +174,8 @@ def key_hashes(array: pa.Array, key_type: str, entry: NDArray[np.bool_]) -> NDAr
     if key_type == "int":
         bad = entry & ((values < INT_MIN) | (values > INT_MAX))
         if bad.any():
-            i = int(np.argmax(bad))
-            raise RowError(i, "key", f"{values[i]} is outside the Java int range (--key-type int)")
+            at = int(np.argmax(bad))
+            raise RowError(at, "key", f"{values[at]} is outside the Java int range (--key-type int)")
         return values.astype(np.int32).view(np.uint32)
     return long_hashes(values)
 
@@ -333,12 +333,12 @@ def _partials(batch: pa.RecordBatch, options: KernelOptions) -> pa.RecordBatch:
                 " state, primary flag and counter)",
             )
     gaps = _plain(batch.column("gaps"))
-    for i in first:
-        problem = counter_problem(int(lwm[i]), gaps[int(i)].as_py(), int(hwm[i]))
+    for row in first.tolist():
+        problem = counter_problem(int(lwm[row]), gaps[row].as_py(), int(hwm[row]))
         if problem is not None:
-            raise RowError(int(i), *problem)
-    hashes = key_hashes(_plain(batch.column("key")), options.key_type, entry)
-    hashes = hashes.view(np.int32).astype(np.int64) + bytes_hashes(batch.column("value")).view(np.int32)
+            raise RowError(row, *problem)
+    keys = key_hashes(_plain(batch.column("key")), options.key_type, entry)
+    hashes = keys.view(np.int32).astype(np.int64) + bytes_hashes(batch.column("value")).view(np.int32)
     versions = version_hashes(batch, entry).view(np.int32).astype(np.float64)
     weight = entry.astype(np.float64)
     taken = batch.take(pa.array(first))

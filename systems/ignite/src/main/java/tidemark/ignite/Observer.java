@@ -123,8 +123,9 @@ final class Observer {
             GridCursor<? extends CacheDataRow> cur = part.dataStore().cursor();
             while (cur.next()) {
                 CacheDataRow row = cur.get();
+                Object key = row.key().value(coctx, false);
                 JsonArray e = new JsonArray();
-                e.add(String.valueOf(row.key().value(coctx, false)));
+                e.add(String.valueOf(key));
                 e.add(java.util.Base64.getEncoder().encodeToString(row.value().valueBytes(coctx)));
                 e.add(row.version().topologyVersion());
                 e.add(row.version().nodeOrder());
