@@ -706,7 +706,7 @@ def idle_verify(cluster: PmeCluster) -> IdleVerifyResult:
                 if cluster.config.partition(k) == part
             )
             hashed = record(
-                node, node == cluster.owners[part][0], RecordState.OWNING, text, *entry_sums(entries)
+                node, cluster.owners[part][:1] == (node,), RecordState.OWNING, text, *entry_sums(entries)
             )
             records.setdefault(part, []).append(hashed)
             hashes.setdefault(part, {})[node] = f"partHash={hashed.part_hash}, partVerHash={hashed.ver_hash}"
