@@ -133,9 +133,10 @@ def _plan(
         raise TidemarkError(
             f"{wanted} partitions to change, the snapshot has {len(cells)}", source="--divergences"
         )
-    kinds = [KINDS[i % len(KINDS)] for i in range(config.divergences)]
-    if config.node_count <= config.copies:
-        kinds = [k for k in kinds if k != "renting"] + ["moving"] * kinds.count("renting")
+    # A conflict needs two copies to compare; a RENTING copy, a node without a copy of the partition.
+    usable = [k for k in KINDS if config.copies > 1 or k not in _COUNTER | _HASH]
+    usable = [k for k in usable if config.node_count > config.copies or k != "renting"]
+    kinds = [usable[i % len(usable)] for i in range(config.divergences)]
     picked = [cells[i] for i in rng.permutation(len(cells))]
     with_entries = [c for c in picked if groups[c[0]].starts[c[1] + 1] > groups[c[0]].starts[c[1]]]
     plan: dict[tuple[int, int], Injection] = {}
