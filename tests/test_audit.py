@@ -109,7 +109,7 @@ def test_cli_json_dump_round_trip_and_against(
 
 
 def test_text_is_ignites_and_not_idle_is_skipped(generated: tuple[Path, Expected], capsys: Any) -> None:
-    directory, expected = generated
+    directory, _ = generated
     assert main(["audit", str(directory / "snapshot"), str(directory / "later"), "--local"]) == 1
     out = capsys.readouterr().out
     assert out.startswith(

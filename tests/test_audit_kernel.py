@@ -37,7 +37,11 @@ def test_string_hashes_count_utf16_code_units(texts: list[str]) -> None:
 
 def test_string_hashes_of_known_keys() -> None:
     assert _signed(string_hashes(pa.array(["", "a", "key-1", "\U0001f600", "é"]))) == [
-        0, 97, hash_string("key-1"), hash_string("\U0001f600"), 233
+        0,
+        97,
+        hash_string("key-1"),
+        hash_string("\U0001f600"),
+        233,
     ]
 
 

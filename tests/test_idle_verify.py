@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from impl.idle_verify import (
-    HashRecord,
     MOVING_SIZE,
+    HashRecord,
     RecordState,
     bytes_hash,
     check_counter,
@@ -92,7 +92,9 @@ def test_unparsable_missed_text(text: str, problem: str) -> None:
         (5, ((6, 7),), 7, "not above"),
     ],
 )
-def test_impossible_counter_states(lwm: int, ranges: tuple[tuple[int, int], ...], hwm: int, problem: str) -> None:
+def test_impossible_counter_states(
+    lwm: int, ranges: tuple[tuple[int, int], ...], hwm: int, problem: str
+) -> None:
     with pytest.raises(ValueError, match=problem):
         check_counter(lwm, ranges, hwm)
 
