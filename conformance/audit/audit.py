@@ -265,15 +265,11 @@ def audit(
     local: bool = False,
 ) -> AuditReport:
     """Open the snapshots (their columns checked first) and audit them: on Spark (`master`, local[*] by
-    default) unless `local` or the snapshot is CSV."""
+    default) unless `local`."""
     first = open_snapshot(path, key_type)
     second = open_snapshot(later, first.key_type) if later is not None else None
     options = KernelOptions(first.key_type, tuple(caches), tuple(exclude))
-    if first.kind == "csv" and master is not None:
-        raise TidemarkError(
-            "CSV snapshots are audited in this process", source="--master", expected="a Parquet snapshot"
-        )
-    if local or first.kind == "csv" or (second is not None and second.kind == "csv"):
+    if local:
         return audit_snapshots(first, second, options)
     from conformance.spark import spark_session
     from conformance.tlc.runner import find_java

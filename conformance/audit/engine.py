@@ -1,11 +1,13 @@
 """The two engines of the audit and what they hand back: one row per copy.
 
-- Spark (`copies_on_spark`): the snapshot's Parquet files read by Spark, each row with its file and row
-  index (`_metadata`); conformance/audit/kernel.py mapped over Arrow batches by mapInArrow (one Python
-  worker per core); the per-batch sums added per copy by Spark's aggregation. Only the per-copy rows
-  reach the driver, so its memory does not grow with the input.
-- this process (`copies_here`): the same kernel over pyarrow's batches, its sums folded as they come.
-  CSV snapshots are read here; it is also the benchmark's single-process baseline.
+- Spark (`copies_on_spark`): one task per unit of the snapshot (a Parquet row group, a CSV file); each
+  task reads its unit with pyarrow in its Python worker and maps conformance/audit/kernel.py over its
+  batches; Spark adds the tasks' per-copy sums up. The rows never pass through the JVM: shipping them
+  from Spark's Parquet reader to the Python workers cost more than the whole audit in one process
+  (docs/performance.md). Only the per-copy rows reach the driver, so its memory does not grow with the
+  input. On a cluster the executors must see the snapshot's paths (a shared file system).
+- this process (`copies_here`): the same units and kernel one after the other, the sums folded as they
+  come: the benchmark's single-process baseline.
 
 Both give the same table (COPIES): per copy its sums and, per per-copy column, the smallest and largest
 value over its rows (they differ when rows of one copy disagree, which `copy_figures` refuses).
@@ -15,14 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
-from conformance.audit.kernel import PARTIAL_DDL, KernelOptions, partials
-from conformance.audit.snapshot import BATCH_ROWS, Snapshot, local_batches
+from conformance.audit.kernel import PARTIAL_DDL, PARTIAL_SCHEMA, KernelOptions, partials
+from conformance.audit.snapshot import CellError, Snapshot, Unit, unit_batches, units
 from conformance.errors import TidemarkError
 
 KEYS: Final = ("group", "partition", "node")
@@ -84,18 +84,36 @@ def _fold(tables: list[pa.Table]) -> pa.Table:
     return out.rename_columns([plain[names.index(n)] for n in out.schema.names])
 
 
-def copies_here(snapshot: Snapshot, options: KernelOptions, rows: int = BATCH_ROWS) -> pa.Table:
+def unit_partials(snapshot: Snapshot, options: KernelOptions, unit: Unit) -> Iterator[pa.RecordBatch]:
+    """The kernel's partial sums over one unit of the snapshot; after an error row, nothing more."""
+    try:
+        for batch in unit_batches(snapshot, unit):
+            part = partials(batch, options)
+            yield part
+            if part.num_rows and part.column("error")[0].is_valid:
+                return
+    except CellError as error:
+        row = {
+            "error": error.message,
+            "error_column": error.column,
+            "error_file": unit[0],
+            "error_row": error.row,
+        }
+        yield pa.RecordBatch.from_pylist([row], schema=PARTIAL_SCHEMA)
+
+
+def copies_here(snapshot: Snapshot, options: KernelOptions) -> pa.Table:
     """COPIES computed in this process; the first bad row raises its TidemarkError."""
     pending: list[pa.Table] = []
     held = 0
-    for batch in local_batches(snapshot, rows):
-        part = partials(batch, options)
-        if part.num_rows and part.column("error")[0].is_valid:
-            raise located(snapshot, part.to_pylist()[0], lambda file_id: int(file_id))
-        pending.append(pa.Table.from_batches([part]))
-        held += part.num_rows
-        if held > _FOLD_ROWS:
-            pending, held = [_fold(pending)], 0
+    for unit in units(snapshot):
+        for part in unit_partials(snapshot, options, unit):
+            if part.num_rows and part.column("error")[0].is_valid:
+                raise located(snapshot, part.to_pylist()[0])
+            pending.append(pa.Table.from_batches([part]))
+            held += part.num_rows
+            if held > _FOLD_ROWS:
+                pending, held = [_fold(pending)], 0
     return _fold(pending) if pending else _empty()
 
 
@@ -109,71 +127,46 @@ def _empty() -> pa.Table:
     )
 
 
-def located(snapshot: Snapshot, error: dict[str, Any], file_number: Any) -> TidemarkError:
+def located(snapshot: Snapshot, error: dict[str, Any]) -> TidemarkError:
     """The kernel's error row as the user's error: the file, the row group or line, the column."""
-    source, where = snapshot.where(file_number(error["error_file"]), int(error["error_row"]))
+    source, where = snapshot.where(int(error["error_file"]), int(error["error_row"]))
     return TidemarkError(f"column {error['error_column']}: {error['error']}", source=source, location=where)
 
 
-def _spark_kernel(options: KernelOptions) -> Any:
+def _spark_kernel(snapshot: Snapshot, options: KernelOptions) -> Any:
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield partials(batch, options)
+            for unit in zip(
+                *(batch.column(c).to_pylist() for c in ("file", "row_group", "first")), strict=True
+            ):
+                yield from unit_partials(snapshot, options, unit)
 
     return run
 
 
 def copies_on_spark(spark: Any, snapshot: Snapshot, options: KernelOptions) -> pa.Table:
-    """COPIES computed by a Spark job (see the module docstring)."""
+    """COPIES computed by a Spark job: one task per unit (a Parquet row group, a CSV file) reads it with
+    pyarrow and maps the kernel over it; Spark adds the partial sums up per copy."""
     from pyspark.sql import functions as F
 
-    if snapshot.kind != "parquet":
-        raise TidemarkError(
-            "CSV snapshots are audited in this process",
-            source="--master",
-            expected="--local, or a Parquet snapshot",
+    pieces = units(snapshot)
+    tasks = spark.sparkContext.parallelize(pieces, max(1, len(pieces)))
+    sums = spark.createDataFrame(tasks, "file int, row_group int, first bigint").mapInArrow(
+        _spark_kernel(snapshot, options), PARTIAL_DDL
+    )
+    table = (
+        sums.groupBy(*(F.col(f"`{c}`") for c in (*KEYS, *ERRORS)))
+        .agg(
+            *(F.sum(c).alias(c) for c in SUMS),
+            *(F.min(c).alias(f"{c}_min") for c in SAME),
+            *(F.max(c).alias(f"{c}_max") for c in SAME),
         )
-    conf = spark.conf
-    previous = conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
-    conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH_ROWS))
-    try:
-        frame = spark.read.parquet(*(p.resolve().as_uri() for p in snapshot.files)).select(
-            *(F.col(f"`{c}`") for c in snapshot.columns),
-            F.xxhash64(F.col("_metadata.file_path")).alias("_file"),
-            F.col("_metadata.row_index").alias("_row"),
-        )
-        sums = frame.mapInArrow(_spark_kernel(options), PARTIAL_DDL)
-        table = (
-            sums.groupBy(*(F.col(f"`{c}`") for c in (*KEYS, *ERRORS)))
-            .agg(
-                *(F.sum(c).alias(c) for c in SUMS),
-                *(F.min(c).alias(f"{c}_min") for c in SAME),
-                *(F.max(c).alias(f"{c}_max") for c in SAME),
-            )
-            .toArrow()
-        )
-    finally:
-        conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", previous)
+        .toArrow()
+    )
     errors = table.filter(table.column("error").is_valid())
     if errors.num_rows:
-        first = min(
-            errors.to_pylist(), key=lambda e: (_spark_file(spark, snapshot, e["error_file"]), e["error_row"])
-        )
-        raise located(snapshot, first, lambda file_id: _spark_file(spark, snapshot, file_id))
+        raise located(snapshot, min(errors.to_pylist(), key=lambda e: (e["error_file"], e["error_row"])))
     return table.filter(table.column("error").is_null()).drop_columns(list(ERRORS))
-
-
-def _spark_file(spark: Any, snapshot: Snapshot, file_id: int) -> int:
-    """The number of the file whose path Spark hashed to `file_id` (only looked up for an error)."""
-    from pyspark.sql import functions as F
-
-    paths = spark.read.parquet(*(p.resolve().as_uri() for p in snapshot.files)).select(
-        F.col("_metadata.file_path").alias("path")
-    )
-    for row in paths.distinct().select("path", F.xxhash64(F.col("path")).alias("id")).collect():
-        if row["id"] == file_id:
-            return [p.resolve() for p in snapshot.files].index(Path(unquote(urlparse(row["path"]).path)))
-    raise AssertionError(f"no file of {snapshot.path} has the id {file_id}")
 
 
 def copy_figures(table: pa.Table, source: str) -> list[CopyFigures]:

@@ -194,23 +194,51 @@ def _csv_header(path: Path) -> list[str]:
 # --- reading in this process -------------------------------------------------------------------------
 
 
-def local_batches(snapshot: Snapshot, rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
-    """The snapshot's rows as record batches with their place (`_file`: the file's number, `_row`)."""
+class CellError(Exception):
+    """A CSV cell that is not of its column's type: its row (from 0), its column and what is wrong."""
+
+    def __init__(self, row: int, column: str, message: str) -> None:
+        super().__init__(message)
+        self.row, self.column, self.message = row, column, message
+
+
+Unit = tuple[int, int, int]  # (file number, row group or -1 for a whole CSV file, the unit's first row)
+
+
+def units(snapshot: Snapshot) -> list[Unit]:
+    """The pieces the audit's tasks read: each Parquet row group, each CSV file whole."""
+    if snapshot.kind == "csv":
+        return [(number, -1, 0) for number in range(len(snapshot.files))]
+    found = []
     for number, file in enumerate(snapshot.files):
-        done = 0
-        for batch in _file_batches(snapshot, file, rows):
-            place = [
-                pa.array(np.full(batch.num_rows, number, np.int64)),
-                pa.array(np.arange(done, done + batch.num_rows)),
-            ]
-            yield pa.RecordBatch.from_arrays([*batch.columns, *place], [*batch.schema.names, "_file", "_row"])
-            done += batch.num_rows
+        meta, first = pq.ParquetFile(file).metadata, 0
+        for group in range(meta.num_row_groups):
+            found.append((number, group, first))
+            first += meta.row_group(group).num_rows
+    return found
 
 
-def _file_batches(snapshot: Snapshot, file: Path, rows: int) -> Iterator[pa.RecordBatch]:
+def unit_batches(snapshot: Snapshot, unit: Unit, rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """A unit's rows as record batches with their place: `_file` (the file's number) and `_row` (the
+    row's number in its file, from 0); CellError for a CSV cell of the wrong type."""
+    number, group, done = unit
+    file = snapshot.files[number]
     if snapshot.kind == "parquet":
-        yield from pq.ParquetFile(file).iter_batches(batch_size=rows, columns=snapshot.columns)
-        return
+        batches = pq.ParquetFile(file).iter_batches(
+            batch_size=rows, row_groups=[group], columns=snapshot.columns
+        )
+    else:
+        batches = _csv_batches(snapshot, file)
+    for batch in batches:
+        place = [
+            pa.array(np.full(batch.num_rows, number, np.int64)),
+            pa.array(np.arange(done, done + batch.num_rows)),
+        ]
+        yield pa.RecordBatch.from_arrays([*batch.columns, *place], [*batch.schema.names, "_file", "_row"])
+        done += batch.num_rows
+
+
+def _csv_batches(snapshot: Snapshot, file: Path) -> Iterator[pa.RecordBatch]:
     options = pcsv.ConvertOptions(
         column_types=dict.fromkeys(snapshot.columns, pa.string()),
         include_columns=snapshot.columns,
@@ -219,50 +247,42 @@ def _file_batches(snapshot: Snapshot, file: Path, rows: int) -> Iterator[pa.Reco
     )
     done = 0
     try:
-        reader = pcsv.open_csv(file, convert_options=options)
-        for batch in reader:
-            yield _typed(snapshot, file, batch, done)
+        for batch in pcsv.open_csv(file, convert_options=options):
+            yield _typed(snapshot, batch, done)
             done += batch.num_rows
     except pa.ArrowInvalid as error:
-        raise TidemarkError(
-            f"not a CSV table: {error}", source=str(file), location=f"after line {done + 1}"
-        ) from error
+        raise CellError(done, "(all)", f"not a CSV table: {error}") from error
 
 
 _INT = r"^-?[0-9]+$"
 _BOOLEANS: Final = pa.array(["true", "false", "True", "False", "TRUE", "FALSE", "1", "0"])
 
 
-def _bad(file: Path, done: int, mask: pa.Array, column: str, what: str, cells: pa.Array) -> None:
+def _bad(done: int, mask: pa.Array, column: str, what: str, cells: pa.Array) -> None:
     valid = np.asarray(mask.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)
     if not valid.all():
         i = int(np.argmax(~valid))
-        raise TidemarkError(
-            f"column {column}: {cells[i].as_py()!r} is not {what}",
-            source=str(file),
-            location=f"line {done + i + 2}",
-            expected=what,
-        )
+        raise CellError(done + i, column, f"{cells[i].as_py()!r} is not {what}")
 
 
-def _typed(snapshot: Snapshot, file: Path, batch: pa.RecordBatch, done: int) -> pa.RecordBatch:
+def _typed(snapshot: Snapshot, batch: pa.RecordBatch, done: int) -> pa.RecordBatch:
     """A CSV batch of text cells converted to the snapshot's types (a bad cell named by its line)."""
     columns = []
     for name in snapshot.columns:
         cells = batch.column(name)
         if name == "value":
-            columns.append(_hex(file, done, cells))
+            columns.append(_hex(done, cells))
         elif name == "primary":
-            _bad(file, done, pc.is_in(cells, value_set=_BOOLEANS), name, "true or false", cells)
+            _bad(done, pc.is_in(cells, value_set=_BOOLEANS), name, "true or false", cells)
             columns.append(pc.is_in(pc.utf8_lower(cells), value_set=pa.array(["true", "1"])).cast(pa.bool_()))
             columns[-1] = pc.if_else(cells.is_null(), pa.scalar(None, pa.bool_()), columns[-1])
         elif _EXPECTED[name] == _INTEGER or (name == "key" and snapshot.key_type in ("int", "long")):
-            _bad(file, done, pc.match_substring_regex(cells, _INT), name, "an integer", cells)
+            _bad(done, pc.match_substring_regex(cells, _INT), name, "an integer", cells)
             try:
                 columns.append(cells.cast(pa.int64()))
             except pa.ArrowInvalid:  # beyond 64 bits: the first such cell named
                 fits = [c is None or -(1 << 63) <= int(c) < (1 << 63) for c in cells.to_pylist()]
-                _bad(file, done, pa.array(fits), name, "a 64-bit integer", cells)
+                _bad(done, pa.array(fits), name, "a 64-bit integer", cells)
                 raise
         else:
             columns.append(cells)
@@ -275,7 +295,7 @@ for _i, _c in enumerate(b"0123456789abcdef"):
     _NIBBLES[ord(chr(_c).upper())] = _i
 
 
-def _hex(file: Path, done: int, cells: pa.Array) -> pa.Array:
+def _hex(done: int, cells: pa.Array) -> pa.Array:
     """Hexadecimal text to bytes, vectorized; a cell of odd length or with another character is named."""
     cells = cells.cast(pa.string())
     offsets = np.frombuffer(cells.buffers()[1], dtype=np.int32)[cells.offset : cells.offset + len(cells) + 1]
@@ -288,7 +308,7 @@ def _hex(file: Path, done: int, cells: pa.Array) -> pa.Array:
     if (nibbles == 255).any():
         rows = np.repeat(np.arange(len(cells)), lengths)
         bad_char[rows[nibbles == 255]] = True
-    _bad(file, done, pa.array(~(bad_char | (lengths % 2 == 1))), "value", "hexadecimal bytes", cells)
+    _bad(done, pa.array(~(bad_char | (lengths % 2 == 1))), "value", "hexadecimal bytes", cells)
     raw = (nibbles[0::2] << 4) | nibbles[1::2]
     new_offsets = ((offsets - offsets[0]) // 2).astype(np.int32)
     validity = cells.buffers()[0]
