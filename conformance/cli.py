@@ -282,6 +282,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if report.zoo is not None:
             caught = sum(entry.caught for entry in report.zoo.entries)
             out.print(f"bug zoo: {caught}/{len(report.zoo.entries)} bugs caught by TLC and by conformance")
+        if report.audit is not None:
+            failing += [] if report.audit.holds else ["the audit"]
+            out.print(
+                f"audit: {report.audit.report.rows:,} generated rows, the injected divergences"
+                f" {'found exactly' if report.audit.holds else 'NOT found exactly'}"
+            )
         out.print(
             f"[red]FAILS: {', '.join(failing)}[/]" if failing else "[green]everything holds[/]",
             f"({report.total_seconds:.1f} s); report: {escape(str(page))}",
