@@ -36,7 +36,7 @@ def test_spark_gives_the_figures_one_process_gives(spark: Any, tmp_path: Path) -
 
 
 def test_a_bad_row_is_named_from_a_spark_task(spark: Any, tmp_path: Path) -> None:
-    generate(GenerateConfig(partitions=16, entries=30_000, copies=2), tmp_path)
+    generate(GenerateConfig(partitions=16, entries=50_000, copies=2), tmp_path)
     snapshot = open_snapshot(tmp_path / "snapshot")
     file = snapshot.files[0]
     table = pq.read_table(file)
