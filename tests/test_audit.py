@@ -269,7 +269,7 @@ def test_model_snapshots_agree_with_the_models_idle_verify(path: Path, tmp_path:
     conflicts, MOVING and LOST partitions the model's own idle_verify reports."""
     scenario = load_scenario(path)
     if scenario.protocol != "pme":
-        pytest.skip("a 2pc scenario: no idle_verify")
+        pytest.skip(f"protocol {scenario.protocol}: no idle_verify")
     with SYSTEMS["impl"]["pme"](scenario) as run:
         for index, step in enumerate(scenario.steps):
             if step.refused or step.error is not None:
