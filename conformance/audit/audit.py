@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -51,15 +52,7 @@ class Record(BaseModel):
 
     @classmethod
     def of(cls, r: HashRecord) -> Record:
-        return cls(
-            node=r.node,
-            primary=r.primary,
-            state=r.state,
-            counter=r.counter,
-            size=r.size,
-            part_hash=r.part_hash,
-            ver_hash=r.ver_hash,
-        )
+        return cls(**asdict(r))
 
     def hash_record(self) -> HashRecord:
         return HashRecord(

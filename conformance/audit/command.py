@@ -40,16 +40,8 @@ def _generate(args: argparse.Namespace) -> int:
     target: Path = args.generate
     if target.exists() and any(target.iterdir()):
         raise TidemarkError("is not empty", source=str(target), expected="a new or empty directory")
-    config = GenerateConfig(
-        groups=args.groups,
-        partitions=args.partitions,
-        copies=args.copies,
-        nodes=args.nodes,
-        entries=args.entries,
-        divergences=args.divergences,
-        not_idle=args.not_idle,
-        seed=args.seed,
-    )
+    fields = ("groups", "partitions", "copies", "nodes", "entries", "divergences", "not_idle", "seed")
+    config = GenerateConfig(**{name: getattr(args, name) for name in fields})
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".generate-", dir=target.parent))
     try:
@@ -59,15 +51,16 @@ def _generate(args: argparse.Namespace) -> int:
             item.rename(target / item.name)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    summary = {"directory": str(target), **config.model_dump(), **expected.model_dump(exclude={"injections"})}
-    print(json.dumps(summary) if args.json else _generated_text(target, summary))
+    found = expected.model_dump(exclude={"injections"})
+    summary = {"directory": str(target), "config": config.model_dump(), "expected": found}
+    print(json.dumps(summary) if args.json else _generated_text(target, found))
     return 0
 
 
-def _generated_text(target: Path, summary: dict[str, Any]) -> str:
-    later = f" and {target / 'later'}" if summary["not_idle"] else ""
+def _generated_text(target: Path, expected: dict[str, Any]) -> str:
+    later = f" and {target / 'later'}" if expected["not_idle"] else ""
     found = ", ".join(
-        f"{len(summary[k])} {k.replace('_', ' ')}"
+        f"{len(expected[k])} {k.replace('_', ' ')}"
         for k in ("counter_conflicts", "hash_conflicts", "moving", "lost", "not_idle")
     )
     return f"written: {target / 'snapshot'}{later}; the audit must find {found} ({target / 'expected.json'})"
