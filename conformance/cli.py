@@ -1,15 +1,18 @@
 """The `tidemark` command: thin wrappers that parse arguments, call the library and print results.
 
-Human output goes through rich; --json prints one JSON object on stdout. Exit codes: 0 when the
-check holds, 1 when it does not (violation, mismatch), 2 for bad input (TidemarkError).
+Human output goes through rich; --json prints one JSON object on stdout when the command reaches a
+verdict. Exit codes (conformance.errors.exit_code): 0 the check holds, 1 it does not (violation,
+mismatch), 2 bad input or usage, 3 environment or internal error, 130 interrupted; the message of an
+error goes to stderr, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,8 +21,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from conformance.doctor import add_doctor
-from conformance.errors import TidemarkError
+from conformance import options as opt
+from conformance.errors import Terminated, TidemarkError, exit_code
+from conformance.scratch import signals_unwind
 from conformance.tlc.output import TlcResult
 from conformance.tlc.runner import TlcOptions
 
@@ -30,7 +34,12 @@ console = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True, width=_WIDTH)
 
 # The standard model of every spec the main job verifies, in dependency order.
-STANDARD_SPECS = [Path("spec/UpdateCounter.tla"), Path("spec/TxCounters.tla"), Path("spec/PME.tla")]
+STANDARD_SPECS = [
+    Path("spec/UpdateCounter.tla"),
+    Path("spec/TxCounters.tla"),
+    Path("spec/PME.tla"),
+    Path("spec/HazelcastAntiEntropy.tla"),
+]
 
 
 class Status:
@@ -80,11 +89,6 @@ def _print_tlc(result: TlcResult, spec: Path) -> None:
         if value is not None:
             table.add_row(f"  {label}", f"{value:,}" if isinstance(value, int) else str(value))
     out.print(table)
-    if result.error:
-        out.print(f"  [red]{escape(result.error)}[/]")
-    if result.parse_error is not None:
-        where = result.parse_error
-        out.print(f"  module {where.module}, line {where.line}, column {where.column}")
     if result.violation is not None:
         violation = result.violation
         out.print(
@@ -96,12 +100,14 @@ def _print_tlc(result: TlcResult, spec: Path) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from conformance.tlc.output import parse_output
+    from conformance.tlc.output import parse_output, tlc_failure
     from conformance.tlc.runner import run_tlc
 
     with progress(not args.json) as status:
         run = run_tlc(args.spec, args.config, _tlc_options(args), status.line)
     result = parse_output(run, source=f"TLC on {args.spec}")
+    if (error := tlc_failure(result, args.spec, args.config or args.spec.with_suffix(".cfg"))) is not None:
+        raise error
     if args.json:
         print(result.model_dump_json())
     else:
@@ -123,6 +129,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
             options=_tlc_options(args),
             on_line=status.line,
             on_phase=status.phase,
+            wait=not args.no_wait,
         )
     if args.json:
         print(result.model_dump_json(exclude={"tlc"}))
@@ -136,11 +143,12 @@ def cmd_conform(args: argparse.Namespace) -> int:
         f" — {result.states:,} states, {result.edges_replayed:,}/{result.edges:,} edges replayed,"
         f" {result.mismatches} edge mismatches, {result.enabledness_mismatches} enabledness mismatches"
     )
-    out.print(
-        f"  TLC {result.tlc_seconds:.1f} s, graph load {result.load_seconds:.1f} s,"
-        f" replay {result.replay_seconds:.1f} s on {result.master or 'this process'}"
-        + (" (graph reused from the run directory: same inputs)" if result.graph_reused else "")
+    tlc = (
+        "TLC not run (graph reused from the run directory: same inputs)"
+        if result.graph_reused
+        else f"TLC {result.tlc_seconds:.1f} s, graph load {result.load_seconds:.1f} s"
     )
+    out.print(f"  {tlc}, replay {result.replay_seconds:.1f} s on {result.master or 'this process'}")
     coverage = ", ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"  coverage: {coverage}")
     for example in result.examples[:5]:
@@ -156,7 +164,11 @@ def cmd_conform(args: argparse.Namespace) -> int:
 
 
 def cmd_zoo(args: argparse.Namespace) -> int:
+    from conformance.tlc.runner import find_jar, find_java
     from conformance.zoo import ZooResult, report_json, run_zoo
+
+    find_java()  # before the run directory is made
+    find_jar()
 
     def shown(result: ZooResult) -> None:
         if args.json:
@@ -168,7 +180,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
     with progress(not args.json) as status:
         status.phase("bug zoo: TLC on each spec variant, conformance on each mutant")
-        report = run_zoo(args.run_dir, args.only, _tlc_options(args), on_entry=shown)
+        report = run_zoo(args.run_dir, args.only, _tlc_options(args), on_entry=shown, wait=not args.no_wait)
     if args.json:
         print(report_json(report))
     else:
@@ -242,10 +254,11 @@ def cmd_prove(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
+    from conformance.locks import locked
     from conformance.report import summary_table, write_report
     from conformance.verify import verify
 
-    with progress(not args.json) as status:
+    with locked(args.out, wait=not args.no_wait), progress(not args.json) as status:
         report = verify(
             STANDARD_SPECS,
             master=args.master,
@@ -256,8 +269,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
             seed=args.seed,
             zoo=not args.skip_zoo,
             on_line=status.line,
+            wait=not args.no_wait,
         )
-    page = write_report(report, args.out)
+        page = write_report(report, args.out)
     if args.json:
         print(report.model_dump_json())
     else:
@@ -268,6 +282,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if report.zoo is not None:
             caught = sum(entry.caught for entry in report.zoo.entries)
             out.print(f"bug zoo: {caught}/{len(report.zoo.entries)} bugs caught by TLC and by conformance")
+        if report.audit is not None:
+            failing += [] if report.audit.holds else ["the audit"]
+            out.print(
+                f"audit: {report.audit.report.rows:,} generated rows, the injected divergences"
+                f" {'found exactly' if report.audit.holds else 'NOT found exactly'}"
+            )
         out.print(
             f"[red]FAILS: {', '.join(failing)}[/]" if failing else "[green]everything holds[/]",
             f"({report.total_seconds:.1f} s); report: {escape(str(page))}",
@@ -345,20 +365,23 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 
 
 def _parse_key(text: str, kind: str) -> object:
+    """A key as the Java object it stands for: int and long keep Java's ranges (their hashCode)."""
     import uuid
 
-    from impl.affinity import JavaLong
+    from impl.affinity import INT_MAX, INT_MIN, JavaLong
 
     try:
         if kind == "int":
-            return int(text)
+            if not INT_MIN <= (value := int(text)) <= INT_MAX:
+                raise ValueError(f"outside the Java int range [{INT_MIN}, {INT_MAX}]")
+            return value
         if kind == "long":
             return JavaLong(int(text))
         if kind == "uuid":
             return uuid.UUID(text)
     except ValueError as error:
         raise TidemarkError(
-            f"{text!r} is not a Java {kind}: {error}", source="KEY", expected=f"a {kind}"
+            f"{text!r} is not a Java {kind}: {error}", source="KEY", expected=f"a Java {kind}"
         ) from error
     return text
 
@@ -366,14 +389,18 @@ def _parse_key(text: str, kind: str) -> object:
 def cmd_affinity(args: argparse.Namespace) -> int:
     from impl.affinity import RendezvousConfig, assign_partition, key_partition, make_node
 
-    try:
-        config = RendezvousConfig(partitions=args.partitions, backups=args.backups)
-    except ValueError as error:
-        raise TidemarkError(str(error), source="--partitions/--backups") from error
+    if len(args.nodes) > (most := int(opt.LIMITS["affinity --nodes"].high)):
+        raise TidemarkError(f"{len(args.nodes):,} node ids", source="--nodes", expected=f"at most {most:,}")
+    if len(set(args.nodes)) != len(args.nodes):
+        repeated = sorted({node for node in args.nodes if args.nodes.count(node) > 1})
+        raise TidemarkError(
+            f"node ids repeated: {repeated}", source="--nodes", expected="distinct consistent ids"
+        )
+    config = RendezvousConfig(partitions=args.partitions, backups=args.backups)
     nodes = [make_node(node) for node in args.nodes]
+    keys = [_parse_key(text, args.type) for text in args.keys]  # every key checked before any output
     rows = []
-    for text in args.keys:
-        key = _parse_key(text, args.type)
+    for text, key in zip(args.keys, keys, strict=True):
         partition = key_partition(key, args.partitions)
         owners = [str(nodes[i].consistent_id) for i in assign_partition(partition, nodes, config)]
         rows.append(
@@ -405,7 +432,9 @@ def cmd_distribution(args: argparse.Namespace) -> int:
         run_distribution,
         write_distribution_artifacts,
     )
+    from conformance.locks import locked
     from conformance.spark import spark_session
+    from conformance.tlc.runner import find_java
 
     by_label = {a.label: a for a in DEFAULT_ALGORITHMS}
     unknown = [name for name in args.algorithms or [] if name not in by_label]
@@ -429,9 +458,11 @@ def cmd_distribution(args: argparse.Namespace) -> int:
         raise TidemarkError(
             first["msg"], source="distribution options", location=".".join(map(str, first["loc"]))
         ) from error
+    find_java()  # Spark's driver is a JVM
     with spark_session(args.master) as spark:
         report = run_distribution(spark, config)
-    files = write_distribution_artifacts(report, args.out)
+    with locked(args.out):  # runs side by side publish whole sets of files, one after the other
+        files = write_distribution_artifacts(report, args.out)
     if args.json:
         print(report.model_dump_json(exclude={"trials"}))
     else:
@@ -440,157 +471,72 @@ def cmd_distribution(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tlc_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=int, default=1, help="TLC worker threads (default 1)")
-    parser.add_argument(
-        "--timeout", type=float, default=900, help="seconds before TLC is killed (default 900)"
-    )
-    parser.add_argument("--heap", default="2g", help="TLC's JVM heap, -Xmx (default 2g)")
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from conformance.doctor import cmd_doctor as doctor
+
+    return doctor(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tidemark", description=__doc__.splitlines()[0] if __doc__ else None
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
+def cmd_audit(args: argparse.Namespace) -> int:
+    from conformance.audit.command import run
 
-    check = commands.add_parser("check", help="model-check a spec with TLC")
-    check.add_argument("spec", type=Path)
-    check.add_argument("--config", type=Path, help="TLC model config (default: SPEC with .cfg)")
-    check.add_argument("--json", action="store_true", help="print one JSON object")
-    _tlc_arguments(check)
-    check.set_defaults(run=cmd_check)
+    return run(args)
 
-    conform = commands.add_parser("conform", help="replay a spec's state graph against the implementation")
-    conform.add_argument("spec", type=Path)
-    conform.add_argument("--config", type=Path, help="TLC model config (default: SPEC with .cfg)")
-    conform.add_argument("--master", help="Spark master URL (default local[*])")
-    conform.add_argument("--local", action="store_true", help="replay in this process, without Spark")
-    conform.add_argument("--mutant", help="replay against a deliberately broken implementation")
-    conform.add_argument(
-        "--run-dir", type=Path, help="where the graph and results go (default runs/SPEC-CFG)"
-    )
-    conform.add_argument("--json", action="store_true", help="print one JSON object")
-    _tlc_arguments(conform)
-    conform.set_defaults(run=cmd_conform)
 
-    simulate = commands.add_parser(
-        "simulate", help="replay TLC's random simulation traces on the implementation (large models)"
-    )
-    simulate.add_argument("spec", type=Path)
-    simulate.add_argument("--config", type=Path, help="TLC model config (default: SPEC with .cfg)")
-    simulate.add_argument("--traces", type=int, default=100, help="number of traces (default 100)")
-    simulate.add_argument("--depth", type=int, default=50, help="steps per trace (default 50)")
-    simulate.add_argument("--seed", type=int, default=1, help="TLC's simulation seed (default 1)")
-    simulate.add_argument("--master", help="Spark master URL (default local[*])")
-    simulate.add_argument("--local", action="store_true", help="replay in this process, without Spark")
-    simulate.add_argument("--mutant", help="replay against a deliberately broken implementation")
-    simulate.add_argument("--json", action="store_true", help="print one JSON object")
-    _tlc_arguments(simulate)
-    simulate.set_defaults(run=cmd_simulate)
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "check": cmd_check,
+    "conform": cmd_conform,
+    "simulate": cmd_simulate,
+    "zoo": cmd_zoo,
+    "prove": cmd_prove,
+    "affinity": cmd_affinity,
+    "distribution": cmd_distribution,
+    "validate": cmd_validate,
+    "scenario": cmd_scenario,
+    "verify": cmd_verify,
+    "audit": cmd_audit,
+    "doctor": cmd_doctor,
+}
 
-    zoo = commands.add_parser(
-        "zoo", help="the bug zoo: each known bug caught by TLC (spec variant) and by conformance (mutant)"
-    )
-    zoo.add_argument("--only", nargs="+", metavar="NAME", help="run these entries only")
-    zoo.add_argument(
-        "--run-dir", type=Path, default=Path("runs/zoo"), help="configs and graphs (default runs/zoo)"
-    )
-    zoo.add_argument("--json", action="store_true", help="print one JSON object")
-    _tlc_arguments(zoo)
-    zoo.set_defaults(run=cmd_zoo)
 
-    prove = commands.add_parser("prove", help="prove the counter's invariants inductive with z3")
-    prove.add_argument("--k", type=int, default=4, help="out-of-order items covered by the proof (default 4)")
-    prove.add_argument("--json", action="store_true", help="print one JSON object")
-    prove.set_defaults(run=cmd_prove)
+class _Notices(logging.Handler):
+    """One line on stderr for each notice the library logs (e.g. a corrupt cache discarded)."""
 
-    affinity = commands.add_parser(
-        "affinity", help="partition, primary and backups of keys (Ignite's rendezvous)"
-    )
-    affinity.add_argument("keys", nargs="+", metavar="KEY")
-    affinity.add_argument("--type", choices=["int", "long", "string", "uuid"], default="string")
-    affinity.add_argument("--partitions", type=int, default=1024)
-    affinity.add_argument("--backups", type=int, default=1)
-    affinity.add_argument("--nodes", nargs="+", default=["node-1", "node-2", "node-3"], help="consistent ids")
-    affinity.add_argument("--json", action="store_true", help="print one JSON object")
-    affinity.set_defaults(run=cmd_affinity)
+    def emit(self, record: logging.LogRecord) -> None:
+        console.print(f"[yellow]notice:[/] {escape(record.getMessage())}", highlight=False)
 
-    distribution = commands.add_parser("distribution", help="balance and movement of placements (Spark job)")
-    distribution.add_argument("--partitions", type=int, default=1024)
-    distribution.add_argument(
-        "--nodes", type=int, nargs="+", default=[4, 8, 16, 32, 64], help="cluster sizes"
-    )
-    distribution.add_argument("--backups", type=int, default=0)
-    distribution.add_argument("--algorithms", nargs="+", help="labels, e.g. rendezvous bounded-0.05 ncache")
-    distribution.add_argument("--trials", type=int, default=10)
-    distribution.add_argument("--seed", type=int, default=0)
-    distribution.add_argument("--master", help="Spark master URL (default local[*])")
-    distribution.add_argument(
-        "--out", type=Path, default=Path("reports/distribution"), help="plots and tables"
-    )
-    distribution.add_argument("--json", action="store_true", help="print one JSON object")
-    distribution.set_defaults(run=cmd_distribution)
 
-    validate = commands.add_parser("validate", help="check implementation traces (ITF JSON lines) with TLC")
-    validate.add_argument("traces", type=Path, metavar="TRACES.jsonl")
-    validate.add_argument("--spec", type=Path, help="the spec (default: spec/NAME.tla, NAME from the traces)")
-    validate.add_argument(
-        "--config", type=Path, help="TLC model config (default: the traces' #meta.config, else SPEC.cfg)"
-    )
-    validate.add_argument("--json", action="store_true", help="print one JSON object")
-    _tlc_arguments(validate)
-    validate.set_defaults(run=cmd_validate)
-
-    scenario = commands.add_parser(
-        "scenario", help="run a scenario file on the cluster: timeline, Mermaid diagram, expectations"
-    )
-    scenario.add_argument("file", type=Path, metavar="FILE")
-    scenario.add_argument(
-        "--out",
-        type=Path,
-        help="X.mmd or X.html: the Mermaid diagram is written to X.mmd and the timeline page to X.html "
-        "(default reports/scenarios/NAME.mmd)",
-    )
-    scenario.add_argument("--json", action="store_true", help="print one JSON object")
-    scenario.add_argument(
-        "--system",
-        choices=["impl", "ignite"],
-        default="impl",
-        help="ignite: side by side with a real cluster",
-    )
-    scenario.add_argument("--ignite-version", default="2.18.0", help="Ignite for --system ignite (2.18.0)")
-    scenario.set_defaults(run=cmd_scenario)
-
-    add_doctor(commands)
-    verify = commands.add_parser(
-        "verify", help="the main job: check, conform, validate every standard model, the bug zoo; HTML report"
-    )
-    verify.add_argument("--master", help="Spark master URL (default local[*])")
-    verify.add_argument("--local", action="store_true", help="replay in this process, without Spark")
-    verify.add_argument("--traces", type=int, default=100, help="implementation walks per spec (default 100)")
-    verify.add_argument("--steps", type=int, default=30, help="steps per walk at most (default 30)")
-    verify.add_argument("--seed", type=int, default=0, help="seed of the walks (default 0)")
-    verify.add_argument(
-        "--out", type=Path, default=Path("reports"), help="where index.html goes (default reports)"
-    )
-    verify.add_argument("--skip-zoo", action="store_true", help="leave out the bug zoo (tidemark zoo)")
-    verify.add_argument("--json", action="store_true", help="print the VerifyReport as one JSON object")
-    _tlc_arguments(verify)
-    verify.set_defaults(run=cmd_verify)
-    return parser
+def _show(error: BaseException) -> None:
+    """The one line a user sees for an error: never a traceback."""
+    if isinstance(error, TidemarkError):
+        console.print(f"[red]error:[/] {escape(error.describe())}", highlight=False)
+    elif isinstance(error, KeyboardInterrupt):
+        console.print(
+            "[yellow]terminated (SIGTERM)[/]" if isinstance(error, Terminated) else "[yellow]interrupted[/]"
+        )
+    elif not isinstance(error, SystemExit):  # argparse has printed its usage message
+        frame = error.__traceback__
+        while frame is not None and frame.tb_next is not None:
+            frame = frame.tb_next
+        where = f" at {Path(frame.tb_frame.f_code.co_filename).name}:{frame.tb_lineno}" if frame else ""
+        console.print(
+            f"[red]internal error:[/] {escape(type(error).__name__)}: {escape(str(error))}{where}",
+            highlight=False,
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    logger = logging.getLogger("tidemark")
+    if not any(isinstance(handler, _Notices) for handler in logger.handlers):
+        logger.addHandler(_Notices())
+        logger.setLevel(logging.INFO)
     try:
-        code: int = args.run(args)
-    except TidemarkError as error:
-        console.print(f"[red]error:[/] {error.describe()}", highlight=False)
-        return error.exit_code
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]")
-        return 130
+        args = opt.build_parser(__doc__.splitlines()[0] if __doc__ else None).parse_args(argv)
+        with signals_unwind():  # SIGTERM unwinds the run like Ctrl-C
+            code: int = COMMANDS[args.command](args)
+    except BaseException as error:  # every way a command ends maps to an exit code, in one place
+        _show(error)
+        return exit_code(error)
     return code
 
 

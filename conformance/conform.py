@@ -12,6 +12,7 @@ Run directory layout (one per spec and model, reused by later commands):
 from __future__ import annotations
 
 import hashlib
+import logging
 import shutil
 import time
 from collections import defaultdict
@@ -22,9 +23,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from conformance.errors import TidemarkError
+from conformance.locks import locked
 from conformance.mappings import mapping_for
 from conformance.replay import (
     RESULTS_DDL,
@@ -39,8 +41,8 @@ from conformance.replay import (
 from conformance.spark import spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.dot import GRAPH_FORMAT, GraphSummary, dot_to_parquet
-from conformance.tlc.output import Outcome, TlcResult, parse_output
-from conformance.tlc.runner import TlcOptions, find_jar, run_tlc
+from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
+from conformance.tlc.runner import TlcOptions, find_jar, find_java, run_tlc
 from conformance.tlc.values import Value
 
 
@@ -238,8 +240,8 @@ def dump_graph(
     fingerprint = inputs_fingerprint(spec, config, options)
     tables = (graph / "states.parquet", graph / "edges.parquet")
     if record.is_file() and all(table.is_file() for table in tables):
-        known = GraphInputs.model_validate_json(record.read_text())
-        if known.fingerprint == fingerprint:
+        known = _recorded_graph(record, *tables)
+        if known is not None and known.fingerprint == fingerprint:
             return GraphDump(tlc=known.tlc, graph=known.graph, reused=True)
     record.unlink(missing_ok=True)  # the tables below are about to change
     dot = graph / "graph.dot"
@@ -258,6 +260,31 @@ def dump_graph(
         dot.unlink(missing_ok=True)
 
 
+def _recorded_graph(record: Path, states: Path, edges: Path) -> GraphInputs | None:
+    """The run directory's record of its graph, None (with a notice) when the record or the tables it
+    describes are unreadable or disagree: the graph is then rebuilt."""
+    problem = None
+    try:
+        known = GraphInputs.model_validate_json(record.read_bytes())
+    except (OSError, ValidationError) as error:
+        detail = error.errors(include_url=False)[0]["msg"] if isinstance(error, ValidationError) else error
+        problem = f"{record.name} is not a graph record: {detail}"
+    else:
+        for table, expected in ((states, known.graph.states), (edges, known.graph.edges)):
+            try:
+                count = pq.read_metadata(table).num_rows
+            except (OSError, pa.ArrowException) as error:
+                problem = f"{table.name} is not a Parquet table: {error}"
+                break
+            if count != expected:
+                problem = f"{table.name} holds {count:,} rows, {record.name} says {expected:,}"
+                break
+    if problem is None:
+        return known
+    logging.getLogger("tidemark").warning("%s: %s; rebuilding the state graph", record.parent, problem)
+    return None
+
+
 def _write_atomically(path: Path, text: str) -> None:
     with _publishing(path) as scratch:
         scratch.write_text(text)
@@ -274,71 +301,79 @@ def conform(
     options: TlcOptions | None = None,
     on_line: Callable[[str], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
+    wait: bool = True,
 ) -> ConformResult:
     """Model-check `spec` with a state-graph dump and replay every edge and state on the impl.
 
     `on_line` gets TLC's output lines, `on_phase` a short note as each later phase starts. The run
     directory stays consistent if the run is interrupted: the results of an earlier run are removed
-    before anything changes, and every file is written under a temporary name and renamed.
+    before anything changes, and every file is written under a temporary name and renamed. One run at
+    a time works in a run directory: another one waits for it (or, unless `wait`, fails at once).
     """
     phase = on_phase or (lambda _: None)
+    find_java()  # nothing is created in the run directory without the tools to fill it
+    find_jar()
     config = config or spec.with_suffix(".cfg")
     model = read_config(config)
     mapping_for(spec.stem, model.constants, mutant)  # bad spec, constants or mutant: fail before TLC runs
     run_dir = run_dir or default_run_dir(spec, config)
-    for stale in (run_dir / "summary.json", run_dir / "mismatches.parquet"):
-        stale.unlink(missing_ok=True)
-    shutil.rmtree(run_dir / RESULTS, ignore_errors=True)
-    phase("model checking with TLC (state graph dump)")
-    dump = dump_graph(spec, config, run_dir, options or TlcOptions(), on_line)
-    tlc, graph = dump.tlc, dump.graph
-    result = ConformResult(
-        spec=spec.stem,
-        config=str(config),
-        mutant=mutant,
-        outcome=tlc.outcome,
-        tlc_seconds=tlc.seconds,
-        load_seconds=dump.load_seconds,
-        graph_reused=dump.reused,
-        tlc=tlc,
-    )
-    if graph is None:
+    with locked(run_dir, wait=wait):
+        for stale in (run_dir / "summary.json", run_dir / "mismatches.parquet"):
+            stale.unlink(missing_ok=True)
+        shutil.rmtree(run_dir / RESULTS, ignore_errors=True)
+        phase("model checking with TLC (state graph dump)")
+        dump = dump_graph(spec, config, run_dir, options or TlcOptions(), on_line)
+        tlc, graph = dump.tlc, dump.graph
+        if (error := tlc_failure(tlc, spec, config)) is not None:
+            raise error
+        result = ConformResult(
+            spec=spec.stem,
+            config=str(config),
+            mutant=mutant,
+            outcome=tlc.outcome,
+            tlc_seconds=0.0 if dump.reused else tlc.seconds,
+            load_seconds=dump.load_seconds,
+            graph_reused=dump.reused,
+            tlc=tlc,
+        )
+        if graph is None:
+            return result
+        if graph.states_without_action:
+            raise TidemarkError(
+                f"{graph.states_without_action} states have no `action` variable:"
+                " their edges cannot be replayed",
+                source=str(spec),
+                expected="a spec that records each step in `action` (see DESIGN.md)",
+            )
+        started = time.monotonic()
+        if local:
+            phase(f"replaying {graph.edges:,} edges in this process")
+            summary = replay_locally(run_dir, spec.stem, model.constants, mutant)
+        else:
+            phase("starting Spark")
+            with spark_session(master) as spark:
+                result.master = spark.sparkContext.master
+                phase(f"replaying {graph.edges:,} edges on Spark {result.master}")
+                summary = replay_with_spark(spark, run_dir, spec.stem, model.constants, mutant)
+        result.replay_seconds = round(time.monotonic() - started, 3)
+        if (summary.states, summary.edges) != (graph.states, graph.edges):
+            raise TidemarkError(
+                f"replay saw {summary.states} states and {summary.edges} edges, the dump holds "
+                f"{graph.states} and {graph.edges}",
+                source=str(run_dir),
+                expected="every state and edge of the graph replayed once",
+            )
+        result = result.model_copy(
+            update={
+                "states": summary.states,
+                "edges": summary.edges,
+                "edges_replayed": summary.edges_replayed,
+                "mismatches": summary.mismatches,
+                "enabledness_mismatches": summary.enabledness_mismatches,
+                "coverage": summary.coverage,
+                "examples": summary.examples[:20],
+            }
+        )
+        _write_mismatches(run_dir / "mismatches.parquet", summary)
+        _write_atomically(run_dir / "summary.json", result.model_dump_json(indent=2))
         return result
-    if graph.states_without_action:
-        raise TidemarkError(
-            f"{graph.states_without_action} states have no `action` variable: their edges cannot be replayed",
-            source=str(spec),
-            expected="a spec that records each step in `action` (see DESIGN.md)",
-        )
-    started = time.monotonic()
-    if local:
-        phase(f"replaying {graph.edges:,} edges in this process")
-        summary = replay_locally(run_dir, spec.stem, model.constants, mutant)
-    else:
-        phase("starting Spark")
-        with spark_session(master) as spark:
-            result.master = spark.sparkContext.master
-            phase(f"replaying {graph.edges:,} edges on Spark {result.master}")
-            summary = replay_with_spark(spark, run_dir, spec.stem, model.constants, mutant)
-    result.replay_seconds = round(time.monotonic() - started, 3)
-    if (summary.states, summary.edges) != (graph.states, graph.edges):
-        raise TidemarkError(
-            f"replay saw {summary.states} states and {summary.edges} edges, the dump holds "
-            f"{graph.states} and {graph.edges}",
-            source=str(run_dir),
-            expected="every state and edge of the graph replayed once",
-        )
-    result = result.model_copy(
-        update={
-            "states": summary.states,
-            "edges": summary.edges,
-            "edges_replayed": summary.edges_replayed,
-            "mismatches": summary.mismatches,
-            "enabledness_mismatches": summary.enabledness_mismatches,
-            "coverage": summary.coverage,
-            "examples": summary.examples[:20],
-        }
-    )
-    _write_mismatches(run_dir / "mismatches.parquet", summary)
-    _write_atomically(run_dir / "summary.json", result.model_dump_json(indent=2))
-    return result

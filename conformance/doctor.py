@@ -20,7 +20,6 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -148,14 +147,3 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     verdict = "everything tidemark needs is here" if healthy else "something tidemark needs is missing"
     console.print(f"[{'green' if healthy else 'red'}]{verdict}[/]")
     return 0 if healthy else 3
-
-
-def add_doctor(commands: Any) -> None:
-    """The `doctor` subcommand of the CLI."""
-    doctor = commands.add_parser(
-        "doctor", help="check Java, TLC's jar, Spark, Maven and the Ignite harness on this machine"
-    )
-    doctor.add_argument("--ignite", action="store_true", help="also start and stop a one-server cluster")
-    doctor.add_argument("--ignite-version", default="2.18.0", help="the harness's Ignite (default 2.18.0)")
-    doctor.add_argument("--json", action="store_true", help="print one JSON object")
-    doctor.set_defaults(run=cmd_doctor)

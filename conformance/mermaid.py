@@ -5,6 +5,7 @@ fetched from the network, and without JavaScript the diagrams stay readable as t
 from __future__ import annotations
 
 import lzma
+import uuid
 from functools import cache
 from pathlib import Path
 
@@ -25,12 +26,16 @@ def _script() -> bytes:
 
 
 def write_mermaid(directory: Path) -> Path:
-    """directory/mermaid.min.js (written under a temporary name and renamed; kept if already equal)."""
+    """directory/mermaid.min.js (written under a temporary name and renamed; kept if already equal).
+    The temporary name is this writer's own: runs side by side write the same directory."""
     script = _script()
     target = directory / SCRIPT
     if target.is_file() and target.stat().st_size == len(script) and target.read_bytes() == script:
         return target
-    partial = directory / f".{SCRIPT}.partial"
-    partial.write_bytes(script)
-    partial.replace(target)
+    partial = directory / f".{SCRIPT}.{uuid.uuid4().hex}.partial"
+    try:
+        partial.write_bytes(script)
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target

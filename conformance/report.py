@@ -32,10 +32,11 @@ from conformance.zoo import ZooReport
 # Mismatches drawn in full (diagram, source state); the other examples kept are listed in a table.
 MISMATCH_DIAGRAMS = 5
 
-# Action record fields naming the copy or node a step happens on (UpdateCounter: copy, TxCounters: node).
-PARTICIPANT_FIELDS = ("copy", "node")
+# Action record fields naming the copy, node or member a step happens on (UpdateCounter: copy, TxCounters
+# and PME: node, HazelcastAntiEntropy: member).
+PARTICIPANT_FIELDS = ("copy", "node", "member")
 
-_STYLE = """
+STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
@@ -482,24 +483,39 @@ def _zoo_section(zoo: ZooReport) -> str:
     ]
     for entry in zoo.entries:
         rows.append(
-            f"<tr><td>{_code(entry.name)}<br>{_e(entry.title)}<br>{_code(entry.override)}</td>"
+            f"<tr><td>{_code(entry.name)} ({_e(entry.protocol)}"
+            + (f", reproduces {_e(entry.reproduces)}" if entry.reproduces else "")
+            + f")<br>{_e(entry.title)}<br>{_code(entry.override)}</td>"
             f"<td>{_e(entry.spec.describe())}</td><td>{_e(entry.impl.describe())}</td>"
             f"<td>{_verdict_html(entry.caught)}</td></tr>"
         )
     return (
         f'<section id="zoo"><h2>Bug zoo {_verdict_html(zoo.all_caught)}</h2>\n'
-        "<p>Each known bug as a spec variant (spec/PMEZoo.tla, selected by a definition override) that TLC"
+        "<p>Each known bug as a spec variant (spec/PMEZoo.tla, spec/HazelcastZoo.tla, selected by a"
+        " definition override) that TLC"
         " must falsify, and as an implementation mutant that conformance replay must reject"
         " (docs/bugzoo.md).</p>\n"
         f"<table>{''.join(rows)}</table></section>\n"
     )
 
 
+def _audit_section(report: VerifyReport) -> str:
+    from conformance.audit.page import audit_section
+
+    assert report.audit is not None
+    check = report.audit
+    return (
+        f'<section id="audit-check"><h2>idle_verify audit {_verdict_html(check.holds)}</h2>\n'
+        "<p>A generated snapshot with injected divergences (conformance/audit/generate.py), audited like"
+        " Ignite's idle_verify; it holds when it finds exactly the injected ones (docs/audit.md).</p>\n"
+        + audit_section(check.report, "h3")
+        + "</section>\n"
+    )
+
+
 def html_page(report: VerifyReport) -> str:
     """The whole report page (see the module docstring)."""
-    return (
-        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
-        f"<title>tidemark verify: {verdict(report.holds)}</title>\n<style>{_STYLE}</style></head><body>\n"
+    body = (
         f"<h1>tidemark verify: {_verdict_html(report.holds)}</h1>\n"
         f"<p>{_count(len(report.specs), 'spec')}. Each is model-checked by TLC; each with a mapping is also"
         f" replayed on the implementation and checked against {_count(report.traces, 'implementation walk')}"
@@ -508,20 +524,37 @@ def html_page(report: VerifyReport) -> str:
         + _summary(report)
         + "".join(_spec_section(spec) for spec in report.specs)
         + (_zoo_section(report.zoo) if report.zoo is not None else "")
-        + f"<footer><p>Diagrams drawn by Mermaid {MERMAID_VERSION} (<code>{MERMAID_SCRIPT}</code> beside"
+        + (_audit_section(report) if report.audit is not None else "")
+    )
+    # Mermaid only where there are diagrams (counterexamples, mismatches): a page that holds without
+    # any neither loads it nor credits it.
+    drawn = '<pre class="mermaid">' in body
+    footer = (
+        f"<footer><p>Diagrams drawn by Mermaid {MERMAID_VERSION} (<code>{MERMAID_SCRIPT}</code> beside"
         " this page, MIT licence); without JavaScript they read as Mermaid source.</p></footer>\n"
         + SCRIPT_TAGS
+        if drawn
+        else ""
+    )
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f"<title>tidemark verify: {verdict(report.holds)}</title>\n<style>{STYLE}</style></head><body>\n"
+        + body
+        + footer
         + "</body></html>\n"
     )
 
 
 def write_report(report: VerifyReport, directory: Path = Path("reports")) -> Path:
-    """Write directory/index.html atomically (a partial file renamed over it) and Mermaid beside it;
-    returns the page's path."""
+    """Write directory/index.html atomically (a partial file renamed over it, removed if writing fails)
+    and Mermaid beside it; returns the page's path."""
     directory.mkdir(parents=True, exist_ok=True)
     write_mermaid(directory)
     page = directory / "index.html"
     partial = directory / ".index.html.partial"
-    partial.write_text(html_page(report), encoding="utf-8")
-    partial.replace(page)
+    try:
+        partial.write_text(html_page(report), encoding="utf-8")
+        partial.replace(page)
+    finally:
+        partial.unlink(missing_ok=True)
     return page

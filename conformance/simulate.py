@@ -11,21 +11,21 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from conformance.errors import TidemarkError
 from conformance.mappings import ReplayError, SpecMapping, mapping_for
 from conformance.replay import state_diff
+from conformance.scratch import scratch_dir
 from conformance.spark import spark_session
 from conformance.tlc.config import read_config
-from conformance.tlc.output import Outcome, TlcResult, parse_output
+from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
 from conformance.tlc.runner import TlcOptions, run_tlc
 from conformance.tlc.values import (
     TlaValueError,
@@ -170,18 +170,24 @@ def simulate(
     config = config or spec.with_suffix(".cfg")
     constants = read_config(config).constants
     mapping_for(spec.stem, constants, mutant)  # bad spec, constants or mutant: fail before TLC runs
-    with tempfile.TemporaryDirectory(prefix="tidemark-sim-") as scratch:
-        trace_dir = Path(scratch)
-        sim = (options or TlcOptions()).model_copy(
-            update={
-                "mode": "simulate",
-                "traces": traces,
-                "depth": depth,
-                "seed": seed,
-                "trace_dir": trace_dir,
-            }
-        )
+    with scratch_dir("simulate-") as trace_dir:
+        settings = {
+            "mode": "simulate",
+            "traces": traces,
+            "depth": depth,
+            "seed": seed,
+            "trace_dir": trace_dir,
+        }
+        try:  # validated: 0 traces or depth 0 are refused, not run as TLC's defaults
+            sim = TlcOptions.model_validate({**(options or TlcOptions()).model_dump(), **settings})
+        except ValidationError as error:
+            first = error.errors(include_url=False)[0]
+            raise TidemarkError(
+                f"{first['loc'][0]}: {first['msg']}", source="simulation options", expected="positive counts"
+            ) from error
         tlc = parse_output(run_tlc(spec, config, sim, on_line), source=f"TLC simulating {spec}")
+        if (failure := tlc_failure(tlc, spec, config)) is not None:
+            raise failure
         result = SimulationResult(
             spec=spec.stem, config=str(config), outcome=tlc.outcome, tlc_seconds=tlc.seconds, tlc=tlc
         )

@@ -2,18 +2,29 @@
 
 Workers must run the same Python with the same packages as the driver, so PYSPARK_PYTHON is pinned to
 this interpreter; on a real cluster the project's packages are shipped to executors as a zip.
+
+Everything the driver writes stays in the process's scratch directory (conformance/scratch.py): Spark's
+local directories (SPARK_LOCAL_DIRS: shuffle and spill files), the warehouse, and the JVM's
+java.io.tmpdir (where Spark and its compression libraries unpack native code). The web UI is off and
+the driver's ports are chosen free by the OS, so sessions of runs side by side never meet. The JVM is
+watched by the process's guardian: killed with the process, it does not run on.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import sys
 import tempfile
+import threading
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from conformance.scratch import scratch_dir, scratch_root, watch
 
 _LOG4J = """\
 rootLogger.level = warn
@@ -41,6 +52,52 @@ def _project_zip(directory: Path) -> Path:
     return target
 
 
+_PY4J = f"{os.sep}py4j{os.sep}"  # in the path of Py4J's modules
+
+
+class _WithoutPy4jTracebacks(logging.Filter):
+    """Drops the tracebacks Py4J logs for a call to the JVM that failed or was cut short (Ctrl-C,
+    SIGTERM): the caller gets the same error as an exception, which the CLI reports in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and _PY4J in record.pathname)
+
+
+_QUIET = _WithoutPy4jTracebacks()
+
+
+def _quiet_py4j() -> None:
+    # Py4J logs through the root logger and its own; a logger's filters apply to its own records only.
+    for name in ("", "py4j.clientserver", "py4j.java_gateway"):
+        logger = logging.getLogger(name)
+        if _QUIET not in logger.filters:
+            logger.addFilter(_QUIET)
+
+
+def _jvm_directory() -> Path:
+    """The java.io.tmpdir, local directories and logging configuration of the JVM pyspark starts: one
+    JVM per process (later sessions reuse it), so they stay as long as the process."""
+    directory = scratch_root() / "spark-jvm"
+    (directory / "tmp").mkdir(parents=True, exist_ok=True)
+    (directory / "log4j2.properties").write_text(_LOG4J)
+    # The driver's (in local mode the executor's) shuffle and spill files; the environment variable,
+    # unlike spark.local.dir, reaches only this machine's JVM and draws no warning from Spark.
+    os.environ.setdefault("SPARK_LOCAL_DIRS", str(directory / "local"))
+    return directory
+
+
+@contextmanager
+def _python_tempdir(directory: Path) -> Iterator[None]:
+    """Python's temporary files inside `directory` for the block: pyspark passes the new JVM's port
+    through a temporary directory, which a kill at that moment would leave in the shared one."""
+    previous = tempfile.tempdir
+    tempfile.tempdir = str(directory)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = previous
+
+
 @contextmanager
 def spark_session(master: str | None = None, app_name: str = "tidemark") -> Iterator[Any]:
     """A configured SparkSession, stopped on exit. `master` defaults to local[*].
@@ -59,31 +116,46 @@ def spark_session(master: str | None = None, app_name: str = "tidemark") -> Iter
         return
 
     master = master or "local[*]"
-    with tempfile.TemporaryDirectory(prefix="tidemark-spark-") as scratch:
-        log4j = Path(scratch) / "log4j2.properties"
-        log4j.write_text(_LOG4J)
-        java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
+    jvm = _jvm_directory()
+    log4j = f"-Dlog4j2.configurationFile=file:{jvm / 'log4j2.properties'}"
+    driver = f"{log4j} -Djava.io.tmpdir={jvm / 'tmp'} -XX:-UsePerfData"
+    with scratch_dir("spark-") as scratch:
         builder = (
             SparkSession.builder.master(master)
             .appName(app_name)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.extraJavaOptions", java_opts)
-            .config("spark.executor.extraJavaOptions", java_opts)
-            .config("spark.sql.warehouse.dir", str(Path(scratch) / "warehouse"))
+            .config("spark.driver.extraJavaOptions", driver)
+            .config("spark.executor.extraJavaOptions", log4j)
+            .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
         )
         if master.startswith("local"):
             builder = builder.config("spark.driver.host", "127.0.0.1").config(
                 "spark.driver.bindAddress", "127.0.0.1"
             )
-        session = builder.getOrCreate()
+        _quiet_py4j()
+        interrupt = signal.getsignal(signal.SIGINT)
+        try:
+            with _python_tempdir(jvm):
+                session = builder.getOrCreate()
+        finally:
+            if interrupt is not None and threading.current_thread() is threading.main_thread():
+                # pyspark's Ctrl-C handler calls the JVM from inside the signal handler, in the middle of
+                # another call; Ctrl-C raises KeyboardInterrupt again, and the stop below cancels the jobs.
+                signal.signal(signal.SIGINT, interrupt)
+        gateway = getattr(session.sparkContext._gateway, "proc", None)  # the JVM pyspark started
+        if gateway is not None:
+            watch(gateway.pid, group=False)
         session.sparkContext.setLogLevel("WARN")
         # One shuffle partition per core of the master (Spark's 200 would be mostly empty tasks here): the
         # joins' shuffles set the replay's partitions, so every core of a cluster is busy.
         session.conf.set("spark.sql.shuffle.partitions", str(session.sparkContext.defaultParallelism))
         if not master.startswith("local"):
-            session.sparkContext.addPyFile(str(_project_zip(Path(scratch))))
+            session.sparkContext.addPyFile(str(_project_zip(scratch)))
         try:
             yield session
+        except KeyboardInterrupt:
+            session.sparkContext.setLogLevel("OFF")  # not the stack trace of every job the stop cancels
+            raise
         finally:
             session.stop()

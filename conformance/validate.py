@@ -31,7 +31,8 @@ Not covered: variables declared in modules the spec INSTANCEs (only VARIABLES of
 modules it EXTENDS from its own directory are read); the model's invariants and state constraints
 are not checked on traces (a behavior beyond the model's constraints is still a behavior of the spec).
 A trace value of another type than the spec's (a string where it has an integer) makes TLC stop with an
-evaluation error, reported as an error of the whole run.
+evaluation error, reported as an error of the whole run; integers beyond TLC's 32 bits are refused before
+TLC runs, naming the trace, state and variable.
 """
 
 from __future__ import annotations
@@ -39,27 +40,30 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from conformance.errors import TidemarkError
+from conformance.errors import TidemarkError, ToolError
 from conformance.mappings import State
 from conformance.replay import state_diff
+from conformance.scratch import scratch_dir
 from conformance.tlc.config import ModelConfig, read_config
 from conformance.tlc.dot import read_dot
-from conformance.tlc.output import Outcome, parse_output
+from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
 from conformance.tlc.runner import TlcOptions, run_tlc
 from conformance.tlc.values import (
     JSON,
+    TLC_INT_MAX,
+    TLC_INT_MIN,
     Function,
     ModelValue,
     Record,
     Value,
     format_value,
+    integers_beyond_tlc,
     state_from_itf,
 )
 from conformance.traces import Trace
@@ -154,6 +158,20 @@ def resolve_model(traces: Sequence[Trace], spec: Path | None, config: Path | Non
     return spec, Path(named) if named is not None else spec.with_suffix(".cfg")
 
 
+def _check_integers(traces: Iterable[Trace]) -> None:
+    """Refuse integers beyond TLC's 32 bits here, where the trace, state and variable are known."""
+    for trace in traces:
+        for index, state in enumerate(trace.states):
+            for name, value in state.items():
+                for path, number in integers_beyond_tlc(value, name):
+                    raise TidemarkError(
+                        f"trace {trace.id!r}: {number} is beyond TLC's integers",
+                        source=trace.source,
+                        location=trace.location(f"states[{index}].{path}"),
+                        expected=f"an integer from {TLC_INT_MIN} to {TLC_INT_MAX}",
+                    )
+
+
 def _check_variables(traces: Iterable[Trace], variables: Sequence[str], spec: str) -> None:
     expected = set(variables)
     for trace in traces:
@@ -186,6 +204,7 @@ class _Model:
     config: ModelConfig
     variables: tuple[str, ...]
     options: TlcOptions
+    traces: str = "the traces"  # their file, for errors
 
     @property
     def init(self) -> str:
@@ -284,8 +303,7 @@ def _config(model: _Model, definitions: _Definitions) -> str:
 
 def _run(model: _Model, module: str, config: str, name: str) -> tuple[list[dict[str, JSON]], float]:
     """Run TLC on a generated module (next to copies of the spec's modules); the states it reached."""
-    with tempfile.TemporaryDirectory(prefix="tidemark-validate-") as scratch:
-        workdir = Path(scratch)
+    with scratch_dir("validate-") as workdir:
         for tla in model.spec.parent.glob("*.tla"):
             shutil.copy(tla, workdir / tla.name)
         main = workdir / f"{name}.tla"
@@ -296,17 +314,41 @@ def _run(model: _Model, module: str, config: str, name: str) -> tuple[list[dict[
         run = run_tlc(main, workdir / f"{name}.cfg", options)
         result = parse_output(run, source=f"TLC on the traces of {model.spec}")
         if result.outcome != Outcome.OK:
-            hint = " (a trace value of another type than the spec's?)"
-            raise TidemarkError(
-                f"TLC could not validate the traces: {result.outcome}: {result.error or 'no details'}"
-                + (hint if result.outcome == Outcome.EVALUATION_ERROR else ""),
-                source=f"TLC on {model.spec} with {model.config.path}",
-            )
+            raise _failure(model, name, result)
         with dot.open(encoding="utf-8") as handle:
             states = [
                 json.loads(str(row[2])) for kind, row in read_dot(handle, source=str(dot)) if kind == "state"
             ]
         return states, run.seconds
+
+
+def _failure(model: _Model, module: str, result: TlcResult) -> TidemarkError:
+    """The error for a run on a generated module. A value TLC cannot evaluate is the traces' (a string
+    where the spec has an integer, ...); an error TLC places in the spec or its config is theirs; one in
+    the generated module itself is tidemark's (exit 3); a failure of TLC is exit 3 as everywhere."""
+    where = result.location
+    error = tlc_failure(result, model.spec, model.config.path)
+    if result.outcome == Outcome.NUMBER_TOO_BIG and error is not None and error.location is not None:
+        return error  # a constant of the model: tlc_failure found its line
+    if result.outcome in (Outcome.EVALUATION_ERROR, Outcome.NUMBER_TOO_BIG):
+        stopped = (
+            f" (TLC stopped in {where.module}, line {where.line}, column {where.column})"
+            if where is not None and where.module not in (None, module)
+            else ""
+        )
+        headline = (result.error or "no details").split("\nThe behavior up to this point")[0]
+        return TidemarkError(
+            f"TLC cannot evaluate the spec on these traces{stopped}: "
+            + headline.split("\nThe error occurred when")[0],
+            source=model.traces,
+            expected="values of the spec's types (an integer where the spec has one, ...)",
+        )
+    if error is not None and (where is None or where.module != module):
+        return error
+    return ToolError(
+        f"TLC could not validate the traces: {result.outcome}: {result.error or 'no details'}",
+        source=f"TLC on {module}, generated from {model.spec.name}",
+    )
 
 
 def _batches(items: Sequence[Trace], size: int) -> Iterator[Sequence[Trace]]:
@@ -437,13 +479,15 @@ def _explain(model: _Model, failures: Sequence[tuple[Trace, int]]) -> tuple[list
 # Entry points.
 
 
-def _load_model(spec: Path, config: Path, options: TlcOptions | None) -> _Model:
+def _load_model(spec: Path, config: Path, options: TlcOptions | None, traces: str | None = None) -> _Model:
     if not spec.is_file():
         raise TidemarkError("no such spec", source=str(spec), expected="a .tla file")
     variables = spec_variables(spec)
     if not variables:
         raise TidemarkError("the spec declares no VARIABLES", source=str(spec))
-    return _Model(spec.resolve(), read_config(config), tuple(variables), options or TlcOptions())
+    return _Model(
+        spec.resolve(), read_config(config), tuple(variables), options or TlcOptions(), traces or "the traces"
+    )
 
 
 def validate_traces(
@@ -456,8 +500,9 @@ def validate_traces(
 ) -> ValidationReport:
     """Validate every trace against the spec under the model's constants: one TLC run per batch of
     traces, plus one per batch that has rejections (to explain them)."""
-    model = _load_model(spec, config, options)
+    model = _load_model(spec, config, options, traces[0].source if traces else None)
     _check_variables(traces, model.variables, spec.stem)
+    _check_integers(traces)
     report = ValidationReport(spec=str(spec), config=str(config), traces=len(traces), accepted=0)
     for batch in _batches(traces, batch_size):
         matched, seconds = _follow(model, batch)

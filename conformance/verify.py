@@ -21,12 +21,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, computed_field
 
+from conformance.audit.check import AuditCheck, audit_check
 from conformance.conform import ConformResult, conform
 from conformance.mappings import MAPPINGS, mapping_for
 from conformance.replay import Mismatch
 from conformance.spark import spark_session
 from conformance.tlc.config import read_config
-from conformance.tlc.output import Outcome, TlcResult, Violation, parse_output
+from conformance.tlc.output import Outcome, TlcResult, Violation, parse_output, tlc_failure
 from conformance.tlc.runner import TlcOptions, run_tlc
 from conformance.tlc.values import Record
 from conformance.traces import Trace
@@ -124,6 +125,7 @@ class VerifyReport(BaseModel):
 
     specs: list[SpecReport]
     zoo: ZooReport | None = Field(default=None, description="the bug zoo, when it ran")
+    audit: AuditCheck | None = Field(default=None, description="the audit of a generated snapshot")
     traces: int = Field(description="implementation walks per spec")
     steps: int
     seed: int
@@ -132,7 +134,11 @@ class VerifyReport(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def holds(self) -> bool:
-        return all(spec.holds for spec in self.specs) and (self.zoo is None or self.zoo.all_caught)
+        return (
+            all(spec.holds for spec in self.specs)
+            and (self.zoo is None or self.zoo.all_caught)
+            and (self.audit is None or self.audit.holds)
+        )
 
 
 def _tlc_figures(result: TlcResult) -> TlcFigures:
@@ -224,6 +230,8 @@ def _check_only(
 ) -> SpecReport:
     """A spec without a mapping: TLC's verdict is all there is."""
     result = parse_output(run_tlc(spec, config, options, on_line), source=f"TLC on {spec}")
+    if (error := tlc_failure(result, spec, config)) is not None:
+        raise error
     return SpecReport(
         spec=spec.stem,
         path=str(spec),
@@ -248,6 +256,7 @@ def verify_spec(
     steps: int = DEFAULT_STEPS,
     seed: int = 0,
     on_line: Callable[[str], None] | None = None,
+    wait: bool = True,
 ) -> SpecReport:
     """Check, conform and validate one spec against one model (default: its standard model X.cfg)."""
     started = time.monotonic()
@@ -264,6 +273,7 @@ def verify_spec(
         run_dir=run_dir,
         options=options,
         on_line=on_line,
+        wait=wait,
     )
     timings = Timings(
         tlc_seconds=result.tlc_seconds,
@@ -304,10 +314,12 @@ def verify(
     seed: int = 0,
     zoo: bool = False,
     on_line: Callable[[str], None] | None = None,
+    wait: bool = True,
 ) -> VerifyReport:
     """The main job: every spec's standard model checked, replayed on the implementation (Spark on
     `master`, or in this process when `local`) and `traces` seeded implementation walks validated; with
-    `zoo`, every bug of the zoo must be caught by TLC and by conformance (conformance/zoo.py)."""
+    `zoo`, every bug of the zoo must be caught by TLC and by conformance (conformance/zoo.py); last, the
+    audit of a small generated snapshot must find exactly its injected divergences (conformance/audit)."""
     started = time.monotonic()
     reports = [
         verify_spec(
@@ -319,12 +331,19 @@ def verify(
             steps=steps,
             seed=seed,
             on_line=on_line,
+            wait=wait,
         )
         for spec in specs
     ]
+    if local:
+        checked = audit_check(None)
+    else:
+        with spark_session(master) as spark:
+            checked = audit_check(spark)
     return VerifyReport(
         specs=reports,
-        zoo=run_zoo(options=options) if zoo else None,
+        zoo=run_zoo(options=options, wait=wait) if zoo else None,
+        audit=checked,
         traces=traces,
         steps=steps,
         seed=seed,

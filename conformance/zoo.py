@@ -1,23 +1,27 @@
-"""The bug zoo: known ways to break the update-counter protocol, each caught on both sides.
+"""The bug zoo: known ways to break each protocol, each caught on both sides.
 
-Every entry names one bug class twice:
-- the spec side: a replacement operator in spec/PMEZoo.tla, selected by a TLC definition override
-  (`CONSTANT Op <- Replacement`) appended to a copy of the entry's model config; TLC must find a
-  counterexample (an invariant or property violated);
-- the implementation side: a mutant of impl/pme.py's PmeCluster (conformance/mutants.py PME_MUTANTS,
-  same name), replayed against the correct spec's state graph of the same model; conformance must
-  report a mismatch (an edge whose result differs, or a state where the enabled steps differ). The
-  replay walks the graph in TLC's discovery order and stops at the first mismatch.
+Every entry names one bug class of one protocol (its spec) twice:
+- the spec side: a replacement operator in the protocol's zoo module (spec/PMEZoo.tla,
+  spec/HazelcastZoo.tla), selected by a TLC definition override (`CONSTANT Op <- Replacement`) appended
+  to a copy of the entry's model config; TLC must find a counterexample (an invariant or property
+  violated);
+- the implementation side: a mutant of the protocol's implementation (MUTANTS: conformance/mutants.py
+  PME_MUTANTS for impl/pme.py, conformance/hazelcast_mutants.py for impl/hazelcast.py; same name),
+  replayed against the correct spec's state graph of the same model; conformance must report a mismatch
+  (an edge whose result differs, or a state where the enabled steps differ). The replay walks the graph
+  in TLC's discovery order and stops at the first mismatch.
 
 `run_zoo` writes the configs and graphs under a work directory (reused across runs: a graph is dumped
-once per model and reopened while its inputs are unchanged). docs/bugzoo.md describes each bug.
+once per model and reopened while its inputs are unchanged), locked while it runs (conformance/locks.py).
+docs/bugzoo.md describes each bug.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +29,8 @@ from pydantic import BaseModel, Field
 
 from conformance.conform import GraphTables, dump_graph
 from conformance.errors import TidemarkError
+from conformance.hazelcast_mutants import HAZELCAST_MUTANTS
+from conformance.locks import locked
 from conformance.mappings import mapping_for
 from conformance.mutants import PME_MUTANTS
 from conformance.replay import Mismatch, explain, replay_state
@@ -36,15 +42,30 @@ SPEC = Path("spec/PME.tla")
 ZOO_SPEC = Path("spec/PMEZoo.tla")
 SMALL = Path("tests/models/PME-small.cfg")  # 2 servers, two single-key transactions, one crash
 HISTORY = Path("tests/models/PME-history.cfg")  # the same with WAL archive truncation
+HZ_SPEC = Path("spec/HazelcastAntiEntropy.tla")
+HZ_ZOO_SPEC = Path("spec/HazelcastZoo.tla")
+HZ_SMALL = Path("tests/models/HazelcastAntiEntropy-zoo.cfg")  # 2 members, a map and internal, 2 permits
+HZ_PROMOTION = Path("tests/models/HazelcastAntiEntropy-promotion-zoo.cfg")  # 3 members, two crashes
+HZ_LIVENESS = Path("spec/HazelcastAntiEntropy-liveness.cfg")  # convergence under fairness
 DEFAULT_WORK_DIR = Path("runs/zoo")
+
+# Each protocol's implementation mutants, by its spec module's name.
+MUTANTS: Mapping[str, Mapping[str, type]] = {"PME": PME_MUTANTS, "HazelcastAntiEntropy": HAZELCAST_MUTANTS}
 
 
 @dataclass(frozen=True)
 class ZooEntry:
     name: str  # also the implementation mutant's name
     title: str
-    override: str  # the TLC definition override selecting the bug in spec/PMEZoo.tla
+    override: str  # the TLC definition override selecting the bug in the zoo module
     model: Path
+    spec: Path = SPEC  # the protocol's spec: its state graph is what the mutant is replayed on
+    zoo: Path = ZOO_SPEC  # the zoo module: the spec extended with the replacement operators
+    reproduces: str | None = None  # the real bug, e.g. "hazelcast/hazelcast#7759"
+
+    @property
+    def protocol(self) -> str:
+        return self.spec.stem
 
 
 ZOO: tuple[ZooEntry, ...] = (
@@ -114,6 +135,67 @@ ZOO: tuple[ZooEntry, ...] = (
         "FullFirst <- FullFirstAfterZero",
         SMALL,
     ),
+    *(
+        ZooEntry(name, title, override, model, HZ_SPEC, HZ_ZOO_SPEC, reproduces)
+        for name, title, override, model, reproduces in (
+            (
+                "stale-backup-applied",
+                "A backup runs without the stale check: a reordered older backup overwrites newer data",
+                "Stale <- NeverStale",
+                HZ_SMALL,
+                "hazelcast/hazelcast#7759",
+            ),
+            (
+                "jump-keeps-versions",
+                "A jump is applied but the versions stay behind: later stale backups look new",
+                "Update <- UpdateKeepingVersionsOnJump",
+                HZ_SMALL,
+                "hazelcast/hazelcast#9205",
+            ),
+            (
+                "jump-not-dirty",
+                "A jump is applied without marking the fragment dirty: the skipped update is forgotten",
+                "Update <- UpdateWithoutDirty",
+                HZ_SMALL,
+                "hazelcast/hazelcast#8517",
+            ),
+            (
+                "failed-backup-advances",
+                "A failed backup still sets the versions: the replica claims data it lacks",
+                "Failed <- FailedAdvancing",
+                HZ_SMALL,
+                "hazelcast/hazelcast#4174",
+            ),
+            (
+                "promotion-without-shift",
+                "The promoted owner's vectors are not shifted",
+                "Shift <- NoShift",
+                HZ_PROMOTION,
+                "hazelcast/hazelcast#4724",
+            ),
+            (
+                "permit-back-twice",
+                "A response after its request timed out gives the permit back a second time",
+                "PermitsBack <- PermitsBackPerNamespace",
+                HZ_SMALL,
+                "hazelcast/hazelcast#16837",
+            ),
+            (
+                "silent-owner-without-fragments",
+                "An owner with no fragment left sends no anti-entropy: a destroyed map stays in backups",
+                "Sends <- SendsWithFragments",
+                HZ_LIVENESS,
+                "hazelcast/hazelcast#10775",
+            ),
+            (
+                "increments-capped-at-members",
+                "Versions advanced only for existing replicas: a later replica looks in sync without data",
+                "Increments <- LiveBackups",
+                HZ_PROMOTION,
+                None,
+            ),
+        )
+    ),
 )
 
 
@@ -137,7 +219,7 @@ class ImplCatch(BaseModel):
     """Conformance replay of the mutant against the correct spec's state graph."""
 
     caught: bool
-    check: str = "conformance replay against spec/PME.tla"
+    check: str = Field(description="e.g. conformance replay against spec/PME.tla")
     states_replayed: int = Field(description="states replayed up to the first mismatch (or all)")
     seconds: float
     mismatch: Mismatch | None = None
@@ -155,6 +237,8 @@ class ImplCatch(BaseModel):
 class ZooResult(BaseModel):
     name: str
     title: str
+    protocol: str = Field(description="the spec module, e.g. PME")
+    reproduces: str | None = Field(default=None, description="the real bug, e.g. hazelcast/hazelcast#7759")
     override: str
     model: str
     spec: SpecCatch
@@ -186,33 +270,38 @@ def entries_named(names: list[str] | None) -> list[ZooEntry]:
 def variant_config(entry: ZooEntry, work_dir: Path) -> Path:
     """A copy of the entry's model config that selects the bug with its definition override."""
     text = entry.model.read_text(encoding="utf-8")
-    if "SPECIFICATION Spec" not in text:
+    found = re.search(r"^SPECIFICATION \w+$", text, re.M)
+    if found is None:
         raise TidemarkError(
-            "no SPECIFICATION Spec line", source=str(entry.model), expected="a PME model config"
+            "no SPECIFICATION line", source=str(entry.model), expected=f"a {entry.protocol} model config"
         )
     path = work_dir / "configs" / f"{entry.name}.cfg"
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = f"\\* The bug zoo's {entry.name}: {entry.model} with one operator replaced (spec/PMEZoo.tla).\n"
-    path.write_text(
-        header + text.replace("SPECIFICATION Spec", f"SPECIFICATION Spec\nCONSTANT {entry.override}")
-    )
+    header = f"\\* The bug zoo's {entry.name}: {entry.model} with one operator replaced ({entry.zoo}).\n"
+    at = found.end()
+    path.write_text(header + text[:at] + f"\nCONSTANT {entry.override}" + text[at:])
     return path
 
 
 def catch_in_spec(entry: ZooEntry, work_dir: Path, options: TlcOptions) -> SpecCatch:
     started = time.monotonic()
     result = parse_output(
-        run_tlc(ZOO_SPEC, variant_config(entry, work_dir), options), source=f"TLC on {entry.name}"
+        run_tlc(entry.zoo, variant_config(entry, work_dir), options), source=f"TLC on {entry.name}"
     )
     seconds = round(time.monotonic() - started, 3)
     violation = result.violation
     caught = (
         result.outcome in (Outcome.INVARIANT_VIOLATED, Outcome.PROPERTY_VIOLATED) and violation is not None
     )
+    named = violation.invariant if violation else None
+    if violation is not None and named is None:
+        # TLC does not name a violated temporal property: the model's only one, if it has one.
+        properties = read_config(entry.model).properties
+        named = properties[0] if len(properties) == 1 else None
     return SpecCatch(
         caught=caught,
         outcome=result.outcome.value,
-        invariant=violation.invariant if violation else None,
+        invariant=named,
         trace=[step.action for step in violation.trace] if violation else [],
         seconds=seconds,
         error=result.error,
@@ -221,7 +310,8 @@ def catch_in_spec(entry: ZooEntry, work_dir: Path, options: TlcOptions) -> SpecC
 
 def catch_in_impl(entry: ZooEntry, graph: Path) -> ImplCatch:
     started = time.monotonic()
-    mapping = mapping_for("PME", read_config(entry.model).constants, entry.name)
+    mapping = mapping_for(entry.protocol, read_config(entry.model).constants, entry.name)
+    check = f"conformance replay against {entry.spec}"
     replayed = 0
     tables = GraphTables(graph)
     for fp, state, outgoing in tables.rows():
@@ -232,8 +322,11 @@ def catch_in_impl(entry: ZooEntry, graph: Path) -> ImplCatch:
             first = result.examples[0]
             if first.dst is not None:
                 first = explain(first, tables.texts[first.dst])
-            return ImplCatch(caught=True, states_replayed=replayed, seconds=seconds, mismatch=first)
-    return ImplCatch(caught=False, states_replayed=replayed, seconds=round(time.monotonic() - started, 3))
+            return ImplCatch(
+                caught=True, check=check, states_replayed=replayed, seconds=seconds, mismatch=first
+            )
+    seconds = round(time.monotonic() - started, 3)
+    return ImplCatch(caught=False, check=check, states_replayed=replayed, seconds=seconds)
 
 
 def run_zoo(
@@ -241,38 +334,43 @@ def run_zoo(
     names: list[str] | None = None,
     options: TlcOptions | None = None,
     on_entry: Callable[[ZooResult], None] | None = None,
+    wait: bool = True,
 ) -> ZooReport:
-    """Every (or every named) entry: its spec variant under TLC, its mutant replayed on the graph."""
+    """Every (or every named) entry: its spec variant under TLC, its mutant replayed on the graph. One
+    run at a time works in `work_dir`: another one waits for it (or, unless `wait`, fails at once)."""
     options = options or TlcOptions()
     entries = entries_named(names)
-    missing = sorted({e.name for e in entries} - set(PME_MUTANTS))
+    missing = sorted(e.name for e in entries if e.name not in MUTANTS.get(e.protocol, {}))
     if missing:
-        raise TidemarkError(f"no implementation mutant for {missing}", source="conformance/mutants.py")
-    graphs: dict[Path, Path] = {}
-    for model in dict.fromkeys(e.model for e in entries):
-        graph = work_dir / "graphs" / model.stem
-        dump = dump_graph(SPEC, model, graph, options, None)
-        if dump.graph is None:
-            raise TidemarkError(
-                f"the correct spec fails on {model}: {dump.tlc.outcome.value}",
-                source=str(model),
-                expected="a model the correct spec passes",
+        raise TidemarkError(f"no implementation mutant for {missing}", source="conformance/zoo.py MUTANTS")
+    with locked(work_dir, wait=wait):
+        graphs: dict[tuple[Path, Path], Path] = {}
+        for spec, model in dict.fromkeys((e.spec, e.model) for e in entries):
+            graph = work_dir / "graphs" / model.stem
+            dump = dump_graph(spec, model, graph, options, None)
+            if dump.graph is None:
+                raise TidemarkError(
+                    f"the correct spec fails on {model}: {dump.tlc.outcome.value}",
+                    source=str(model),
+                    expected="a model the correct spec passes",
+                )
+            graphs[spec, model] = graph
+        results = []
+        for entry in entries:
+            result = ZooResult(
+                name=entry.name,
+                title=entry.title,
+                protocol=entry.protocol,
+                reproduces=entry.reproduces,
+                override=entry.override,
+                model=str(entry.model),
+                spec=catch_in_spec(entry, work_dir, options),
+                impl=catch_in_impl(entry, graphs[entry.spec, entry.model]),
             )
-        graphs[model] = graph
-    results = []
-    for entry in entries:
-        result = ZooResult(
-            name=entry.name,
-            title=entry.title,
-            override=entry.override,
-            model=str(entry.model),
-            spec=catch_in_spec(entry, work_dir, options),
-            impl=catch_in_impl(entry, graphs[entry.model]),
-        )
-        results.append(result)
-        if on_entry is not None:
-            on_entry(result)
-    return ZooReport(entries=results, all_caught=all(r.caught for r in results))
+            results.append(result)
+            if on_entry is not None:
+                on_entry(result)
+        return ZooReport(entries=results, all_caught=all(r.caught for r in results))
 
 
 def report_json(report: ZooReport) -> str:

@@ -28,9 +28,11 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from functools import cache
+from functools import cache, cached_property
 from itertools import product
 from typing import Any
+
+from immutables import Map
 
 from impl.affinity import key_partition
 from impl.counter import PartitionUpdateCounter
@@ -191,6 +193,19 @@ class Config:
         """The partitions `node` holds a copy of (in the initial assignment)."""
         return [p for p, owners in sorted(self.owners.items()) if node in owners]
 
+    @cached_property
+    def conflicts(self) -> Mapping[str, frozenset[str]]:
+        """Per transaction, the others writing one of its keys: the only ones whose locks it can wait for
+        (looked up instead of scanning every transaction a server ever held)."""
+        writers: dict[int, set[str]] = {}
+        for tx, keys in self.transactions.items():
+            for key in keys:
+                writers.setdefault(key, set()).add(tx)
+        return {
+            tx: frozenset().union(*(writers[k] for k in keys)) - {tx}
+            for tx, keys in self.transactions.items()
+        }
+
 
 class Node:
     """A server's memory (transactions, counters, data: lost in a crash) and its disk (kept)."""
@@ -199,20 +214,20 @@ class Node:
 
     def __init__(
         self,
-        txs: dict[str, LocalTx],
+        txs: Mapping[str, LocalTx],
         counters: dict[int, PartitionUpdateCounter],
         data: dict[int, Entry],
         disk: Disk,
     ) -> None:
-        self.txs = txs
+        # A persistent map, replaced (never changed) by a step: copies share it, so a step costs the same
+        # however many transactions the server held before.
+        self.txs: Map[str, LocalTx] = txs if isinstance(txs, Map) else Map(txs)
         self.counters = counters
         self.data = data
         self.disk = disk
 
     def copy(self) -> Node:
-        return Node(
-            dict(self.txs), {p: c.copy() for p, c in self.counters.items()}, dict(self.data), self.disk
-        )
+        return Node(self.txs, {p: c.copy() for p, c in self.counters.items()}, dict(self.data), self.disk)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Node):
@@ -244,7 +259,7 @@ class Cluster:
         top_ver: Version,
         ready_ver: Version,
         owners: dict[int, tuple[str, ...]],
-        near: dict[str, NearTx],
+        near: Mapping[str, NearTx],
         nodes: dict[str, Node],
         network: frozenset[Message],
     ) -> None:
@@ -254,7 +269,7 @@ class Cluster:
         self.top_ver = top_ver  # the latest topology version
         self.ready_ver = ready_ver  # the version whose exchange completed: transactions map on it
         self.owners = owners  # per partition, the owner list on ready_ver, primary first
-        self.near = near
+        self.near: Map[str, NearTx] = near if isinstance(near, Map) else Map(near)  # persistent, as Node.txs
         self.nodes = nodes
         self.network = network
 
@@ -288,7 +303,7 @@ class Cluster:
         clone.top_ver = self.top_ver
         clone.ready_ver = self.ready_ver
         clone.owners = dict(self.owners)
-        clone.near = dict(self.near)
+        clone.near = self.near
         clone.nodes = {n: node.copy() for n, node in self.nodes.items()}
         clone.network = self.network
         return clone
@@ -379,17 +394,21 @@ class Cluster:
         local = self.nodes[node].txs.get(tx)
         return local is not None and local.state is state
 
+    def _set_tx(self, node: str, tx: str, local: LocalTx) -> None:
+        n = self.nodes[node]
+        n.txs = n.txs.set(tx, local)
+
     def _set_state(self, node: str, tx: str, state: TxState) -> None:
-        txs = self.nodes[node].txs
-        txs[tx] = replace(txs[tx], state=state)
+        self._set_tx(node, tx, replace(self.nodes[node].txs[tx], state=state))
+
+    def _set_near(self, tx: str, near: NearTx) -> None:
+        self.near = self.near.set(tx, near)
 
     def _locks_free(self, node: str, tx: str) -> bool:
         """No transaction holding locks on `node` writes one of tx's keys."""
-        keys_of = self.config.transactions
-        return all(
-            local.state not in ACTIVE or not (keys_of[other] & keys_of[tx])
-            for other, local in self.nodes[node].txs.items()
-        )
+        txs = self.nodes[node].txs
+        held = (txs.get(other) for other in self.config.conflicts[tx])
+        return not any(local is not None and local.state in ACTIVE for local in held)
 
     def _dht_nodes(self, tx: str, primary: str) -> frozenset[str]:
         """The primary's DHT map: the other owners (the owner list cannot change while tx holds locks)."""
@@ -458,7 +477,7 @@ class Cluster:
     def _map(self, tx: str, consumed: Iterable[Message]) -> Cluster:
         c = self.copy()
         primary = self._primary_for(tx)
-        c.near[tx] = NearTx(NearState.LOCKING, self.ready_ver, primary)
+        c._set_near(tx, NearTx(NearState.LOCKING, self.ready_ver, primary))
         c._post(consumed, [LockRequest(tx, primary, self.ready_ver)])
         return c
 
@@ -485,7 +504,7 @@ class Cluster:
         granted = self._require(self._when_tx_prepare(tx), "TxPrepare", tx=tx)
         c = self.copy()
         near = c.near[tx]
-        c.near[tx] = replace(near, state=NearState.PREPARING)
+        c._set_near(tx, replace(near, state=NearState.PREPARING))
         c._post([granted], [PrepareRequest(tx, near.primary)])
         return c
 
@@ -499,7 +518,7 @@ class Cluster:
         assert response is not None
         c = self.copy()
         near = c.near[tx]
-        c.near[tx] = replace(near, state=NearState.COMMITTED if commit else NearState.ROLLED_BACK)
+        c._set_near(tx, replace(near, state=NearState.COMMITTED if commit else NearState.ROLLED_BACK))
         c._post([response], [FinishRequest(tx, near.primary, commit)])
         return c
 
@@ -526,7 +545,7 @@ class Cluster:
         if self.near[tx].state is NearState.PREPARING:
             return self._decide(tx, commit=False)
         c = self.copy()
-        c.near[tx] = replace(c.near[tx], state=NearState.ROLLED_BACK)
+        c._set_near(tx, replace(c.near[tx], state=NearState.ROLLED_BACK))
         c.network = frozenset(m for m in c.network if m.tx != tx)
         return c
 
@@ -541,7 +560,7 @@ class Cluster:
         """Lock request on the ready version: take exclusive locks on the keys (waits while one is held)."""
         request = self._require(self._when_lock(tx, node), "Lock", tx=tx, node=node)
         c = self.copy()
-        c.nodes[node].txs[tx] = LocalTx(TxState.LOCKED)
+        c._set_tx(node, tx, LocalTx(TxState.LOCKED))
         c._post([request], [LockResponse(tx, node, self.ready_ver)])
         return c
 
@@ -590,7 +609,7 @@ class Cluster:
             start = c.nodes[node].counters[part].reserve(len(part_keys))
             writes.update((key, start + i) for i, key in enumerate(part_keys, start=1))
         frozen = frozenset(writes)
-        c.nodes[node].txs[tx] = LocalTx(TxState.PREPARING, frozen)
+        c._set_tx(node, tx, LocalTx(TxState.PREPARING, frozen))
         c._post([request], [DhtPrepareRequest(tx, node, b, frozen) for b in self._dht_nodes(tx, node)])
         return c
 
@@ -664,7 +683,7 @@ class Cluster:
         request = self._require(self._when_backup_prepare(tx, node), "BackupPrepare", tx=tx, node=node)
         assert isinstance(request, DhtPrepareRequest)
         c = self.copy()
-        c.nodes[node].txs[tx] = LocalTx(TxState.PREPARED, request.writes)
+        c._set_tx(node, tx, LocalTx(TxState.PREPARED, request.writes))
         c._post([request], [DhtPrepareResponse(tx, node, request.sender)])
         return c
 
@@ -738,7 +757,7 @@ class Cluster:
         self._require(self._when_recover(tx), "Recover", tx=tx)
         commit = self.near[tx].state is NearState.COMMITTED
         c = self.copy()
-        c.near[tx] = replace(c.near[tx], state=NearState.COMMITTED if commit else NearState.ROLLED_BACK)
+        c._set_near(tx, replace(c.near[tx], state=NearState.COMMITTED if commit else NearState.ROLLED_BACK))
         for node in sorted(self.alive):
             if self._in_state(node, tx, TxState.PREPARED):
                 if commit:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
-from collections.abc import Iterator
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +17,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from conformance.spark import spark_session
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # CI and local runs use the same derandomized profile: failures reproduce byte for byte.
 settings.register_profile(
@@ -63,3 +69,81 @@ def headless_chromium(
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
+
+
+class Isolated:
+    """`tidemark` commands run in an environment whose temporary directory is private (`tmp`): $TMPDIR
+    for Python, java.io.tmpdir (JAVA_TOOL_OPTIONS) for any JVM not given one of its own. Whatever a run
+    leaves behind, or any process it leaves running, is found there, whatever else runs on the machine.
+    """
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        tmp.mkdir(parents=True, exist_ok=True)
+        self.env = {
+            **os.environ,
+            "TMPDIR": str(tmp),
+            "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={tmp}",
+            "PYTHONPATH": str(ROOT),  # Spark's Python workers import this checkout too
+        }
+
+    def command(self, *arguments: str) -> list[str]:
+        return [sys.executable, "-m", "conformance.cli", *arguments]
+
+    def run(self, *arguments: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.command(*arguments), cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+
+    def start(self, *arguments: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            self.command(*arguments),
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def left(self) -> list[str]:
+        """Everything left in the private temporary directory (relative paths)."""
+        return sorted(str(path.relative_to(self.tmp)) for path in self.tmp.rglob("*"))
+
+    def processes(self) -> dict[int, str]:
+        """pid -> command line of every live process started in this environment (its $TMPDIR)."""
+        marker = f"TMPDIR={self.tmp}".encode()
+        found = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                    continue
+                if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue  # ended, not yet reaped
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except (OSError, IndexError):
+                continue
+        return found
+
+    def clean(self, timeout: float = 10.0) -> bool:
+        """Within `timeout`: no process of this environment runs and its temporary directory is empty."""
+        return eventually(lambda: not self.processes() and not self.left(), timeout)
+
+
+def eventually(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+@pytest.fixture
+def isolated(tmp_path: Path) -> Iterator[Isolated]:
+    environment = Isolated(tmp_path / "system-tmp")
+    yield environment
+    for pid in environment.processes():  # a failed test must not leave its runs behind
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

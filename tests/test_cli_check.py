@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
+from conformance.tlc.output import shown_path
 
 pytestmark = pytest.mark.tlc
 
@@ -68,25 +69,22 @@ def test_spec_broken_in_its_initial_state_exits_1(capsys: pytest.CaptureFixture[
     assert result["violation"]["invariant"] == "Positive"
 
 
-def test_parse_error_exits_1_with_the_location(capsys: pytest.CaptureFixture[str]) -> None:
-    code, result, _ = check_json(capsys, str(FIXTURES / "UnknownOperator.tla"))
-    assert code == 1
-    assert result["outcome"] == "parse error"
-    assert result["parse_error"] == {
-        "module": "UnknownOperator",
-        "line": 6,
-        "column": 14,
-        "message": "Unknown operator: `Bump'.",
-    }
+def test_parse_error_is_bad_input_naming_its_place(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check", str(FIXTURES / "UnknownOperator.tla"), "--json", "--heap", "256m"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""  # no verdict, no JSON object
+    where = shown_path(FIXTURES / "UnknownOperator.tla")
+    assert f"error: {where}, line 6, column 14: parse error: Unknown operator: `Bump'." in captured.err
 
 
 def test_config_in_another_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     config = tmp_path / "Other.cfg"
     config.write_text("INIT Init\nNEXT Next\nINVARIANT NoSuchInvariant\n", encoding="utf-8")
-    code, result, _ = check_json(capsys, str(FIXTURES / "Ok.tla"), "--config", str(config))
-    assert code == 1
-    assert result["outcome"] == "config error"
-    assert "The invariant NoSuchInvariant specified in the configuration file" in result["error"]
+    code = main(["check", str(FIXTURES / "Ok.tla"), "--config", str(config), "--heap", "256m"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2
+    assert f"error: {config}: config error: The invariant NoSuchInvariant specified in the" in err
 
 
 def test_nonexistent_spec_exits_2_naming_the_file(

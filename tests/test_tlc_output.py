@@ -10,14 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from conformance.errors import TidemarkError, ToolError, exit_code
 from conformance.tlc.output import (
+    OUTCOME_CLASS,
+    ErrorLocation,
     Message,
     Outcome,
     TlcResult,
     TraceStep,
     parse_output,
     parse_trace_step,
+    shown_path,
     split_messages,
+    tlc_failure,
 )
 from conformance.tlc.runner import TlcRun
 from conformance.tlc.values import TlaValueError
@@ -38,7 +43,16 @@ RECORDINGS = {
     "unknown_operator": 150,
     "unknown_invariant": 151,
     "missing_config": 255,
+    "config_syntax_error": 255,
+    "assumption_false": 10,
+    "big_constant": 255,
+    "big_literal": 255,
+    "overflow": 75,
+    "missing_module": 150,
+    "out_of_memory": 75,
 }
+# A JVM that did not start TLC (-Xmx1m): no tool-mode message at all, the JVM's exit code 1.
+JVM_ERROR = "jvm_error"
 
 # Library bug (conformance/tlc/output.py, _STEP_HEAD): TLC 2.15 heads the first state of every trace
 # with "1: <Initial predicate>", which the pattern `<(\w+)(?: line \d+.*)?>` does not match (a space,
@@ -57,7 +71,7 @@ def recorded_run(
 ) -> TlcRun:
     return TlcRun(
         command=["java", "tlc2.TLC", "-tool"],
-        exit_code=RECORDINGS[name] if exit_code is None else exit_code,
+        exit_code=RECORDINGS.get(name, 1) if exit_code is None else exit_code,
         output=recording(name) if output is None else output,
         seconds=3.0,
         timed_out=timed_out,
@@ -157,7 +171,7 @@ def test_success_figures() -> None:
     assert (result.distinct_states, result.generated_states, result.depth) == (9, 14, 5)
     assert result.seconds == 3.0
     assert result.violation is None
-    assert result.parse_error is None
+    assert result.location is None
     assert result.error is None
     assert result.warnings == []
 
@@ -294,22 +308,21 @@ def test_evaluation_error_keeps_the_nested_assert_message() -> None:
     assert result.exit_code == 75
     assert result.violation is None
     assert (result.distinct_states, result.generated_states, result.depth) == (3, 3, None)
-    assert result.error == (
-        "TLC threw an unexpected exception.\n"
-        "This was probably caused by an error in the spec or model.\n"
-        "See the User Output or TLC Console for clues to what happened.\n"
-        "The exception was a tlc2.tool.EvalException\n"
-        ":\n"
-        "The first argument of Assert evaluated to FALSE; the second argument was:\n"
-        '"x got too big"'
+    assert result.error is not None
+    assert result.error.startswith(  # TLC's preamble shortened to the exception's name
+        "tlc2.tool.EvalException: The first argument of Assert evaluated to FALSE;"
+        ' the second argument was:\n"x got too big"\n'
     )
+    # The innermost of the nested positions TLC lists is the expression that failed.
+    assert result.location is not None
+    assert (result.location.module, result.location.line, result.location.column) == ("AssertFails", 6, 9)
 
 
 def test_syntax_error_location() -> None:
     result = parsed("syntax_error")
     assert result.outcome == Outcome.PARSE_ERROR
     assert result.exit_code == 150
-    where = result.parse_error
+    where = result.location
     assert where is not None
     # SANY reports where it gave up: the module's closing line, after the unclosed parenthesis of line 6.
     assert (where.module, where.line, where.column) == ("SyntaxError", 7, 1)
@@ -323,7 +336,7 @@ def test_syntax_error_location() -> None:
 def test_semantic_error_location() -> None:
     result = parsed("unknown_operator")
     assert result.outcome == Outcome.PARSE_ERROR
-    where = result.parse_error
+    where = result.location
     assert where is not None
     assert (where.module, where.line, where.column) == ("UnknownOperator", 6, 14)
     assert where.message == "Unknown operator: `Bump'."
@@ -338,7 +351,7 @@ def test_config_error_unknown_invariant() -> None:
         "The invariant NoSuchInvariant specified in the configuration file\n"
         "is not defined in the specification."
     )
-    assert result.parse_error is None
+    assert result.location == ErrorLocation(module=None, line=None, column=None, message=result.error)
 
 
 def test_config_error_missing_config_file() -> None:
@@ -348,17 +361,18 @@ def test_config_error_missing_config_file() -> None:
     assert result.outcome == Outcome.CONFIG_ERROR
     assert result.exit_code == 255
     assert result.error is not None
-    assert result.error.endswith(
-        "The exception was a tlc2.tool.ConfigFileException\n:\n"
+    assert result.error == (
+        "tlc2.tool.ConfigFileException: "
         "TLC encountered the following error when trying to read the configuration file NoSuchConfig.cfg:\n"
         "File not found."
     )
 
 
-def test_unknown_exit_code_without_config_message_is_a_tlc_bug() -> None:
+def test_unknown_exit_code_without_config_message_is_a_failure_of_tlc() -> None:
     result = parse_output(recorded_run("ok", exit_code=255))
-    assert result.outcome == Outcome.TLC_BUG
+    assert result.outcome == Outcome.TLC_FAILED
     assert result.distinct_states == 9
+    assert result.error is not None and result.error.startswith("TLC exited with code 255")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -386,14 +400,14 @@ def test_truncated_output_of_a_timed_out_run() -> None:
     assert result.outcome == Outcome.TIMEOUT
     assert result.exit_code == -9
     assert (result.distinct_states, result.generated_states, result.depth) == (None, None, None)
-    assert result.error == "TLC did not finish within its timeout (3 s)"
+    assert result.error == "TLC did not finish within its timeout: stopped after 3.0 s"
 
 
-def test_truncated_output_of_a_killed_run_is_a_tlc_bug() -> None:
+def test_truncated_output_of_a_killed_run_is_a_failure_of_tlc() -> None:
     cut = _cut_in("ok", 2199, "14 states gen")
     result = parse_output(recorded_run("ok", output=cut, exit_code=-9))
-    assert result.outcome == Outcome.TLC_BUG
-    assert result.error is None
+    assert result.outcome == Outcome.TLC_FAILED
+    assert result.error is not None and result.error.startswith("TLC exited with code -9")
 
 
 def test_truncated_in_the_middle_of_a_trace_state() -> None:
@@ -401,3 +415,79 @@ def test_truncated_in_the_middle_of_a_trace_state() -> None:
     result = parse_output(recorded_run("invariant_violation", output=cut, exit_code=-9, timed_out=True))
     assert result.outcome == Outcome.TIMEOUT
     assert result.violation is None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Runs without a verdict: each recorded TLC diagnostic is bad input (exit 2, naming the file and line TLC
+# names) or a failure of TLC or its JVM (exit 3, with TLC's own words).
+
+# recording -> (spec, config, outcome, the error's source file, its location, words of TLC's it carries)
+DIAGNOSTICS = {
+    "syntax_error": ("SyntaxError.tla", "SyntaxError.cfg", Outcome.PARSE_ERROR,
+                     "SyntaxError.tla", "line 7, column 1", "***Parse Error***"),
+    "unknown_operator": ("UnknownOperator.tla", "UnknownOperator.cfg", Outcome.PARSE_ERROR,
+                         "UnknownOperator.tla", "line 6, column 14", "Unknown operator: `Bump'."),
+    "missing_module": ("MissingModule.tla", "MissingModule.cfg", Outcome.PARSE_ERROR,
+                       "MissingModule.tla", None, "Cannot find source file for module NoSuchModule"),
+    "unknown_invariant": ("UnknownInvariant.tla", "UnknownInvariant.cfg", Outcome.CONFIG_ERROR,
+                          "UnknownInvariant.cfg", None, "The invariant NoSuchInvariant specified"),
+    "config_syntax_error": ("Ok.tla", "ConfigSyntax.cfg", Outcome.CONFIG_ERROR,
+                            "ConfigSyntax.cfg", "line 5", "It was expecting }, but did not find it."),
+    "missing_config": ("Ok.tla", "NoSuchConfig.cfg", Outcome.CONFIG_ERROR,
+                       "NoSuchConfig.cfg", None, "File not found."),
+    "assumption_false": ("Assumption.tla", "Assumption.cfg", Outcome.ASSUMPTION_FALSE,
+                         "Assumption.cfg", None, "Assumption line 5, col 8 to line 5, col 12 of module"),
+    "big_constant": ("Assumption.tla", "BigConstant.cfg", Outcome.NUMBER_TOO_BIG,
+                     "BigConstant.cfg", "line 2", 'For input string: "3000000000"'),
+    "big_literal": ("BigLiteral.tla", "BigLiteral.cfg", Outcome.NUMBER_TOO_BIG,
+                    "BigLiteral.tla", "line 5", "TLC can't handle a number this big."),
+    "overflow": ("Overflow.tla", "Overflow.cfg", Outcome.EVALUATION_ERROR,
+                 "Overflow.tla", "line 6, column 14", "Overflow when computing 2000000000+2000000000"),
+    "assert_failed": ("AssertFails.tla", "AssertFails.cfg", Outcome.EVALUATION_ERROR,
+                      "AssertFails.tla", "line 6, column 9", '"x got too big"'),
+    "out_of_memory": ("Hog.tla", "Hog.cfg", Outcome.OUT_OF_MEMORY, None, None, "Java heap space"),
+    JVM_ERROR: ("Ok.tla", "Ok.cfg", Outcome.JVM_ERROR, None, None, "Too small maximum heap"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(DIAGNOSTICS))
+def test_each_diagnostic_is_bad_input_or_a_failure_of_tlc(name: str) -> None:
+    spec, config, outcome, source, location, words = DIAGNOSTICS[name]
+    result = parsed(name)
+    assert result.outcome == outcome
+    error = tlc_failure(result, FIXTURES / spec, FIXTURES / config)
+    assert error is not None
+    assert words in error.message
+    if OUTCOME_CLASS[outcome] == "environment":
+        assert isinstance(error, ToolError) and exit_code(error) == 3
+        assert error.source == f"TLC on {shown_path(FIXTURES / spec)}"
+    else:
+        assert not isinstance(error, ToolError) and exit_code(error) == 2
+        assert error.source == shown_path(FIXTURES / source)
+        assert error.location == location
+
+
+def test_verdicts_are_not_errors() -> None:
+    for name in ("ok", "invariant_violation", "deadlock", "temporal_violation"):
+        assert tlc_failure(parsed(name), FIXTURES / "Ok.tla", FIXTURES / "Ok.cfg") is None
+
+
+def test_a_timeout_is_bad_usage_naming_the_option() -> None:
+    result = parse_output(recorded_run("ok", output=_cut_in("ok", 2199, "14"), exit_code=-9, timed_out=True))
+    error = tlc_failure(result, FIXTURES / "Ok.tla", FIXTURES / "Ok.cfg")
+    assert isinstance(error, TidemarkError) and exit_code(error) == 2
+    assert error.source == "--timeout"
+    assert "stopped after 3.0 s" in error.message
+
+
+def test_a_parser_that_crashes_is_a_failure_of_tlc_not_a_parse_error() -> None:
+    # Concurrent TLC processes overwriting each other's standard modules make SANY itself fail
+    # (tlaplus issue 688): a Java exception where a parse error would name its place.
+    output = recording("syntax_error").replace(
+        "tla2sany.semantic.AbortException",
+        'java.lang.NullPointerException: Cannot invoke "String.length()" because "str" is null',
+    )
+    result = parse_output(recorded_run("syntax_error", output=output))
+    assert result.outcome == Outcome.TLC_FAILED
+    assert result.error is not None and "java.lang.NullPointerException: Cannot invoke" in result.error
+    assert exit_code(tlc_failure(result, FIXTURES / "SyntaxError.tla", FIXTURES / "SyntaxError.cfg")) == 3

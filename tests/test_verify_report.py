@@ -195,6 +195,8 @@ def test_the_holding_report_renders(holding: VerifyReport, tmp_path: Path) -> No
     assert "state-graph edges replayed, per action" in text  # the SVG chart's title, drawn as text
     assert all(f"{name} {count:,}" in text for name, count in spec.conformance.coverage.items())
     assert page.mermaid == []  # nothing failed: nothing to draw
+    # ... so the page neither loads Mermaid nor credits it for diagrams it does not have.
+    assert "Diagrams drawn by Mermaid" not in text and "mermaid.min.js" not in html_page(holding)
 
 
 def test_the_failing_report_renders(failing: VerifyReport, tmp_path: Path) -> None:
@@ -205,6 +207,7 @@ def test_the_failing_report_renders(failing: VerifyReport, tmp_path: Path) -> No
     text = page.all_text
     assert "tidemark verify: FAILS" in text
     assert f"mutant implementation {MUTANT}" in text
+    assert "Diagrams drawn by Mermaid" in text
     first = mutant.conformance.examples[0]
     assert first.diff and all(line in text for line in first.diff)
     assert f"edge mismatch at state {first.src}, action {action_text(first.action)}" in text

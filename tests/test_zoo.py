@@ -5,28 +5,32 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from conformance import cli
 from conformance.errors import TidemarkError
+from conformance.hazelcast_mutants import HAZELCAST_MUTANTS
 from conformance.mutants import PME_MUTANTS
 from conformance.report import html_page
 from conformance.verify import VerifyReport
-from conformance.zoo import SMALL, ZOO, ZOO_SPEC, ZooEntry, ZooReport, entries_named, run_zoo
+from conformance.zoo import MUTANTS, SMALL, ZOO, ZooEntry, ZooReport, entries_named, run_zoo
 
 QUICK = ["non-atomic-primary-switch", "commit-without-wal"]
 
 
 def test_every_entry_has_a_mutant_a_replacement_operator_and_a_model() -> None:
     assert len(ZOO) >= 10
-    assert [e.name for e in ZOO] == list(PME_MUTANTS)
-    zoo_module = ZOO_SPEC.read_text()
+    assert [e.name for e in ZOO if e.protocol == "PME"] == list(PME_MUTANTS)
+    assert [e.name for e in ZOO if e.protocol == "HazelcastAntiEntropy"] == list(HAZELCAST_MUTANTS)
+    assert set(MUTANTS) == {e.protocol for e in ZOO}
     for entry in ZOO:
         replaced, replacement = re.fullmatch(r"(\w+) <-(?:\[\w+\])? (\w+)", entry.override).groups()  # type: ignore[union-attr]
-        assert re.search(rf"^{replacement}(\(.*\))? ==", zoo_module, re.M), entry.override
-        assert replaced != replacement and entry.model.is_file()
+        assert re.search(rf"^{replacement}(\(.*\))? ==", entry.zoo.read_text(), re.M), entry.override
+        assert re.search(rf"^EXTENDS {entry.protocol}$", entry.zoo.read_text(), re.M), entry.zoo
+        assert replaced != replacement and entry.model.is_file() and entry.spec.is_file()
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +57,7 @@ def test_a_model_that_cannot_reach_the_bug_misses_it(tmp_path: Path) -> None:
     model = tmp_path / "PME-no-crash.cfg"
     model.write_text(SMALL.read_text().replace("MaxFailures = 1", "MaxFailures = 0"))
     entry = next(e for e in ZOO if e.name == "node-left-without-finalize")
-    report = run_zoo_entries(tmp_path, ZooEntry(entry.name, entry.title, entry.override, model))
+    report = run_zoo_entries(tmp_path, replace(entry, model=model))
     [result] = report.entries
     assert not result.spec.caught and result.spec.outcome == "ok"
     assert not result.impl.caught and result.impl.states_replayed > 100
@@ -95,3 +99,29 @@ def test_cli_zoo_json_and_the_verify_report(
     assert "PrimaryHwmCovers violated after" in page and "edge mismatch at" in page
     missed = quick.model_copy(update={"all_caught": False})
     assert not VerifyReport(specs=[], zoo=missed, traces=0, steps=0, seed=0).holds
+
+
+HAZELCAST_QUICK = ["failed-backup-advances", "permit-back-twice"]
+
+
+@pytest.mark.tlc
+def test_hazelcast_entries_are_caught_on_both_sides(tmp_path: Path) -> None:
+    report = run_zoo(tmp_path, HAZELCAST_QUICK)
+    assert report.all_caught and [e.protocol for e in report.entries] == ["HazelcastAntiEntropy"] * 2
+    failed, permit = report.entries
+    # A failed backup that still sets the versions: the replica claims the owner's data without it.
+    assert failed.spec.invariant == "VersionsMeanData" and failed.spec.trace == [
+        "Init",
+        "Put",
+        "BackupFailure",
+    ]
+    assert failed.impl.mismatch is not None and failed.impl.mismatch.action["name"] == "BackupFailure"
+    assert failed.reproduces == "hazelcast/hazelcast#4174"
+    # A response after its request timed out: the permit comes back twice.
+    assert permit.spec.invariant == "PermitsConserved" and permit.spec.trace[-2:] == [
+        "SyncTimeout",
+        "SyncResponse",
+    ]
+    assert permit.impl.mismatch is not None and any(
+        line.startswith("permits.") for line in permit.impl.mismatch.diff
+    )

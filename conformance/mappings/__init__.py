@@ -22,6 +22,7 @@ MAPPINGS = {
     "UpdateCounter": "conformance.mappings.counter",
     "TxCounters": "conformance.mappings.tx_counters",
     "PME": "conformance.mappings.pme",
+    "HazelcastAntiEntropy": "conformance.mappings.hazelcast",
 }
 
 

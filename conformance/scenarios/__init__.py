@@ -14,7 +14,11 @@ A scenario is a JSON file (schema: conformance/schemas/scenario.schema.json, gen
 
 - `protocol`: "2pc" (the default: impl/cluster.py's `Cluster`, the 2PC slice with its atomic Exchange)
   or "pme" (impl/pme.py's `PmeCluster`: the whole protocol, where the exchange runs as SendSingle and
-  FullMessage steps, servers Join after a Restart, and MOVING copies rebalance by Supply and Rebalance).
+  FullMessage steps, servers Join after a Restart, and MOVING copies rebalance by Supply and Rebalance)
+  or "hazelcast" (impl/hazelcast.py's `HazelcastCluster`: puts, backups delivered, lost or failing,
+  anti-entropy, replica sync, crashes, joins and migrations; a message is named by what it is about, e.g.
+  the backup of put 2 to m2; expectations: a member's `replica` index, per namespace its `versions`,
+  `dirty` flag and `entries`, and its free sync `permits`).
 - `cluster`: servers, the one client (the model's near node), partitions, backups, optionally the owner
   list of each partition (primary first; default: the first backups+1 servers own every partition) and
   data committed on every owner before the scenario starts; with "pme" also the rebalancing knobs
@@ -42,7 +46,8 @@ The package, by concern:
 - format.py: the file format (pydantic models, bounds, the JSON Schema); protocols.py: what each
   protocol's scenarios may say; load.py: reading a file and the checks pydantic cannot make.
 - runner.py: the protocol-neutral runner; adapters/: what runs a scenario (`System`, base.py), per system
-  and protocol (impl/cluster.py for "2pc", impl/pme.py for "pme"); checks.py: the expectation checker.
+  and protocol (impl/cluster.py for "2pc", impl/pme.py for "pme", impl/hazelcast.py for "hazelcast");
+  checks.py: the expectation checker.
 - result.py: what a run produces (timeline, checks, final state); views/: the terminal table and text
   cells, the Mermaid diagram, the HTML page; outputs.py: the files and the --json summary.
 """

@@ -82,6 +82,28 @@ def _node_checks(at: str, node: str, e: NodeExpectation, system: System) -> list
             checks.append(check(f"{at}.rebalanced[{part}].{field}", expected, done.get(field)))
     for tx, state in (e.txs or {}).items():
         checks.append(check(f"{at}.txs.{tx}", state, system.server_tx(node, tx)))
+    return checks + _fragment_checks(at, node, e, system)
+
+
+def _fragment_checks(at: str, node: str, e: NodeExpectation, system: System) -> list[Check]:
+    """Hazelcast: the member's replica index, fragments (versions, dirty, entries) and free permits."""
+    checks = []
+    if e.replica is not None:
+        checks.append(check(f"{at}.replica", e.replica, system.replica(node)))
+    for ns, versions in (e.versions or {}).items():
+        checks.append(
+            check(
+                f"{at}.versions.{ns}", cast(JsonValue, versions), cast(JsonValue, system.versions(node, ns))
+            )
+        )
+    for ns, dirty in (e.dirty or {}).items():
+        checks.append(check(f"{at}.dirty.{ns}", dirty, system.dirty(node, ns)))
+    for ns, entries in (e.entries or {}).items():
+        expected = {str(k): v for k, v in entries.items()}
+        actual = {str(k): v for k, v in system.entries(node, ns).items()}
+        checks.append(check(f"{at}.entries.{ns}", cast(JsonValue, expected), cast(JsonValue, actual)))
+    if e.permits is not None:
+        checks.append(check(f"{at}.permits", e.permits, system.permits(node)))
     return checks
 
 

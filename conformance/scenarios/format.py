@@ -59,7 +59,18 @@ CounterValue = Annotated[
     int, Field(ge=0, le=MAX_JAVA_LONG, description="an update counter 0..2^63-1 (a Java long)")
 ]
 
-ProtocolName = Literal["2pc", "pme"]
+ProtocolName = Literal["2pc", "pme", "hazelcast"]
+# Hazelcast: a namespace (a map's name, or the non-fragmented namespace "internal").
+Namespace = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", max_length=MAX_NAME_LENGTH),
+    Field(description="hazelcast: a namespace: a map's name, or internal (the non-fragmented namespace)"),
+]
+# Hazelcast: a replica index 1..6 (MAX_BACKUP_COUNT), and a version (a Java long, -1 "requires sync").
+ReplicaIndex = Annotated[int, Field(ge=1, le=6, description="hazelcast: a backup replica index 1..6")]
+VersionValue = Annotated[
+    int, Field(ge=-1, le=MAX_JAVA_LONG, description='hazelcast: a version, -1 for "requires sync"')
+]
 NodeState = Literal["alive", "down", "restarted"]
 # A copy's state; which ones a protocol has is in conformance/scenarios/protocols.py.
 PartitionState = Literal["OWNING", "MOVING", "RENTING", "EVICTED", "LOST", "OFFLINE"]
@@ -149,6 +160,22 @@ class NodeExpectation(_Strict):
     txs: dict[Name, TxStateName] | None = Field(
         default=None, description="transaction -> its state on this server (or on the client)"
     )
+    replica: int | None = Field(
+        default=None, ge=-1, le=6, description="hazelcast: the member's replica index (0 the owner, -1 none)"
+    )
+    versions: dict[Namespace, list[VersionValue]] | None = Field(
+        default=None,
+        description="hazelcast: namespace -> the member's fragment versions, slot 1 first; [] for none",
+    )
+    dirty: dict[Namespace, bool] | None = Field(
+        default=None, description="hazelcast: namespace -> whether the member's fragment is dirty"
+    )
+    entries: dict[Namespace, dict[Key, int]] | None = Field(
+        default=None,
+        description="hazelcast: namespace -> the member's data of it: key -> value (the number of the put "
+        "that wrote it); {} for none",
+    )
+    permits: int | None = Field(default=None, ge=0, description="hazelcast: the member's free sync permits")
 
 
 Expectations: TypeAlias = dict[Name, NodeExpectation]
@@ -309,6 +336,44 @@ class SupplyStep(_StepBase):
     peer: Name = Field(description="the demander it answers")
 
 
+class HazelcastStep(_StepBase):
+    """Protocol hazelcast (impl/hazelcast.py): a put, a message delivered (or lost) on a member, the owner's
+    anti-entropy task, a timeout, a crash, a migration or a destroy. Which parameters each step takes is
+    in protocols.HAZELCAST_STEPS (Join is the pme step of that name)."""
+
+    step: Literal[
+        "Put",
+        "Backup",
+        "BackupFailure",
+        "Drop",
+        "AntiEntropy",
+        "BackupAntiEntropy",
+        "SyncRequest",
+        "SyncSend",
+        "SyncResponse",
+        "SyncRetry",
+        "SyncTimeout",
+        "Crash",
+        "Migrate",
+        "Destroy",
+    ]
+    node: Name | None = Field(default=None, description="the member taking the step (a message's receiver)")
+    peer: Name | None = Field(
+        default=None, description="SyncRequest: the requester answered; SyncSend: the member sent to"
+    )
+    ns: Namespace | None = None
+    key: Key | None = Field(default=None, description="Put: the key written (its value is the put's number)")
+    put: int | None = Field(
+        default=None, ge=1, description="Backup, BackupFailure, Drop: whose put's backup (puts count from 1)"
+    )
+    replica: ReplicaIndex | None = Field(default=None, description="SyncTimeout, Migrate: the replica index")
+    granted: list[Namespace] | None = Field(
+        default=None,
+        description="BackupAntiEntropy, SyncRequest: the namespaces that get a permit (default: the first "
+        "ones by name)",
+    )
+
+
 ScenarioStep = Annotated[
     TxStartStep
     | TxStep
@@ -318,7 +383,8 @@ ScenarioStep = Annotated[
     | PmeNodeStep
     | BaselineChangeStep
     | PartitionStep
-    | SupplyStep,
+    | SupplyStep
+    | HazelcastStep,
     Field(discriminator="step"),
 ]
 STEP_MODELS: tuple[type[_StepBase], ...] = (
@@ -331,6 +397,7 @@ STEP_MODELS: tuple[type[_StepBase], ...] = (
     BaselineChangeStep,
     PartitionStep,
     SupplyStep,
+    HazelcastStep,
 )
 # Every step name -> its model.
 STEP_TAGS: dict[str, type[_StepBase]] = {
@@ -338,14 +405,19 @@ STEP_TAGS: dict[str, type[_StepBase]] = {
 }
 # Each step model's parameters, in the order a step's text shows them.
 STEP_PARAMS: dict[type[_StepBase], tuple[str, ...]] = {
-    model: tuple(p for p in ("tx", "node", "part", "peer") if p in model.model_fields)
+    model: tuple(
+        p
+        for p in ("tx", "node", "part", "peer", "ns", "key", "put", "replica", "granted")
+        if p in model.model_fields
+    )
     for model in STEP_MODELS
 }
 
 
 def step_params(step: ScenarioStep) -> dict[str, str | int]:
-    """The step's parameters, e.g. {"tx": "t1", "node": "s1"}."""
-    return {p: getattr(step, p) for p in STEP_PARAMS[type(step)]}
+    """The step's parameters given, e.g. {"tx": "t1", "node": "s1"}."""
+    given = {p: getattr(step, p) for p in STEP_PARAMS[type(step)]}
+    return {p: ",".join(v) if isinstance(v, list) else v for p, v in given.items() if v is not None}
 
 
 def step_text(step: ScenarioStep) -> str:
@@ -402,6 +474,23 @@ class ClusterSection(BaseModel):
         le=MAX_JAVA_INT,
         description=f"pme: entries per supply message (1..{MAX_JAVA_INT}, default 1)",
     )
+    maps: list[Namespace] | None = Field(
+        default=None, max_length=MAX_SERVERS, description='hazelcast: the maps (default ["map1"])'
+    )
+    max_parallel: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_JAVA_INT,
+        description="hazelcast: replica sync permits per member (max parallel replications; 0 disables "
+        "sync; default 10)",
+    )
+    slots: int | None = Field(
+        default=None,
+        ge=1,
+        le=6,
+        description="hazelcast: versions per vector, the largest backup index (1..6, default: servers - 1, "
+        "at most 6)",
+    )
 
 
 RealSystemName = Literal["ignite"]
@@ -447,7 +536,8 @@ class ScenarioFile(BaseModel):
     protocol: ProtocolName = Field(
         default="2pc",
         description="2pc: impl/cluster.py (2PC with an atomic Exchange); pme: impl/pme.py (the whole "
-        "protocol: exchange messages, joins, rebalancing)",
+        "protocol: exchange messages, joins, rebalancing); hazelcast: impl/hazelcast.py (replica versions, "
+        "backups, anti-entropy, replica sync)",
     )
     counter: CounterName = Field(default=TRACKING, description="the counter implementation every copy runs")
     cluster: ClusterSection

@@ -9,6 +9,7 @@ so a failure leaves no half-written output.
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,8 @@ def write_outputs(result: ScenarioResult, out: Path) -> tuple[Path, Path]:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    partial = path.with_name(f".{path.name}.partial")
+    # A temporary name of this writer's own: runs of the same scenario side by side write the same files.
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
     try:
         partial.write_text(text, encoding="utf-8")
         os.replace(partial, path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from conformance.mutants import CLUSTER_COUNTERS
 from conformance.scenarios.format import TRACKING, NodeExpectation, ScenarioFile, TxStartStep
@@ -31,7 +31,42 @@ FEATURES: dict[str, str] = {
     "pending": "has an atomic Exchange: nothing is ever pending",
     "coordinator": "has an atomic Exchange, run by no coordinator",
     "idle_verify": "has no idle_verify",
+    "maps": "has no maps (namespaces are Hazelcast's)",
+    "max_parallel": "has no replica sync permits",
+    "slots": "has no version vectors",
+    "replica": "has no replica indexes (see partitions)",
+    "versions": "has no version vectors (see counters)",
+    "dirty": "has no version vectors (see counters)",
+    "entries": "has no namespaces (see data)",
+    "permits": "has no replica sync permits",
 }
+# What a Hazelcast scenario observes instead of Ignite's counters, copies and transactions.
+HAZELCAST_FEATURES = frozenset(
+    {"maps", "max_parallel", "slots", "replica", "versions", "dirty", "entries", "permits"}
+)
+IGNITE_FEATURES = frozenset(FEATURES) - HAZELCAST_FEATURES
+
+
+class ScenarioProtocol(Protocol):
+    """What the loader asks of a protocol (IgniteProtocol, HazelcastProtocol)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def steps(self) -> Mapping[str, tuple[str, ...]]: ...
+
+    @property
+    def counters(self) -> tuple[str, ...]: ...
+
+    @property
+    def features(self) -> frozenset[str]: ...
+
+    def check_cluster(self, checker: ScenarioChecker) -> None: ...
+
+    def check_node(
+        self, checker: ScenarioChecker, at: str, node: str, expectation: NodeExpectation
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -103,7 +138,107 @@ def owner_lists(scenario: ScenarioFile) -> dict[int, tuple[str, ...]]:
     return {p: tuple(cluster.owners[p]) if cluster.owners else default for p in range(cluster.partitions)}
 
 
-PROTOCOLS: dict[str, IgniteProtocol] = {
+# Hazelcast's steps (impl/hazelcast.py) and the parameters each needs ("granted" is optional).
+HAZELCAST_STEPS: dict[str, tuple[str, ...]] = {
+    "Put": ("ns", "key"),
+    "Backup": ("node", "ns", "put"),
+    "BackupFailure": ("node", "ns", "put"),
+    "Drop": ("node", "ns", "put"),
+    "AntiEntropy": ("node",),
+    "BackupAntiEntropy": ("node",),
+    "SyncRequest": ("node", "peer"),
+    "SyncSend": ("node", "peer", "ns"),
+    "SyncResponse": ("node", "ns"),
+    "SyncRetry": ("node",),
+    "SyncTimeout": ("node", "ns", "replica"),
+    "Crash": ("node",),
+    "Join": ("node",),
+    "Migrate": ("node", "replica"),
+    "Destroy": ("ns",),
+}
+_HAZELCAST_PARAMS = ("node", "peer", "ns", "key", "put", "replica", "granted")
+# The Ignite-only parts of a server's expectation.
+_IGNITE_NODE_FIELDS = ("counters", "data", "partitions", "init", "history", "rebalanced", "txs")
+
+
+def namespaces(scenario: ScenarioFile) -> list[str]:
+    """A Hazelcast scenario's namespaces: its maps and the non-fragmented one."""
+    return [*(scenario.cluster.maps or ["map1"]), "internal"]
+
+
+def slots(scenario: ScenarioFile) -> int:
+    """Versions per vector: as given, else the servers' backups (servers - 1, at most 6, at least 1)."""
+    return scenario.cluster.slots or max(1, min(6, len(scenario.cluster.servers) - 1))
+
+
+@dataclass(frozen=True)
+class HazelcastProtocol:
+    """Hazelcast's replica versions and anti-entropy as impl/hazelcast.py models them: one partition, its
+    members in the partition table in the servers' order, the client only issuing puts."""
+
+    name: str
+    steps: Mapping[str, tuple[str, ...]]
+    counters: tuple[str, ...]
+    features: frozenset[str]
+
+    def check_cluster(self, checker: ScenarioChecker) -> None:
+        scenario = checker.scenario
+        cluster = scenario.cluster
+        if cluster.partitions != 1 or cluster.owners is not None or cluster.initial_data:
+            raise checker.fail(
+                "cluster",
+                "protocol 'hazelcast' models one partition, owned in the servers' order, empty",
+                "partitions 1, no owners, no initial_data",
+            )
+        if not 1 <= cluster.backups <= slots(scenario):
+            raise checker.fail(
+                "cluster.backups", f"{cluster.backups} backups", f"1..{slots(scenario)} (the vector's slots)"
+            )
+        if "internal" in (cluster.maps or []) or len(set(cluster.maps or [])) != len(cluster.maps or []):
+            raise checker.fail("cluster.maps", f"maps {cluster.maps}", "distinct names other than internal")
+        for index, step in enumerate(scenario.steps):
+            needed = self.steps[step.step]
+            given = [p for p in _HAZELCAST_PARAMS if getattr(step, p, None) is not None]
+            missing = [p for p in needed if p not in given]
+            extra = [p for p in given if p not in needed and not (p == "granted" and step.step in _GRANTING)]
+            if missing or extra:
+                wrong = missing[0] if missing else extra[0]
+                raise checker.fail(
+                    f"steps[{index}].{wrong}",
+                    f"{step.step} {'needs' if missing else 'takes no'} {wrong}",
+                    f"{step.step} with {', '.join(needed)}"
+                    + (" (and optionally granted)" if step.step in _GRANTING else ""),
+                )
+            for ns in [getattr(step, "ns", None), *(getattr(step, "granted", None) or [])]:
+                if ns is not None and ns not in namespaces(scenario):
+                    raise checker.fail(
+                        f"steps[{index}]", f"unknown namespace {ns!r}", f"one of {namespaces(scenario)}"
+                    )
+
+    def check_node(self, checker: ScenarioChecker, at: str, node: str, expectation: NodeExpectation) -> None:
+        for field in _IGNITE_NODE_FIELDS:
+            if getattr(expectation, field) is not None:
+                raise checker.fail(
+                    f"{at}.{field}",
+                    f"protocol 'hazelcast' has no {field}",
+                    "state, replica, versions, dirty, entries, permits",
+                )
+        known = namespaces(checker.scenario)
+        for field in ("versions", "dirty", "entries"):
+            for ns, value in (getattr(expectation, field) or {}).items():
+                if ns not in known:
+                    raise checker.fail(f"{at}.{field}.{ns}", f"unknown namespace {ns!r}", f"one of {known}")
+                if field == "versions" and value and len(value) != slots(checker.scenario):
+                    raise checker.fail(
+                        f"{at}.versions.{ns}",
+                        f"{len(value)} versions",
+                        f"{slots(checker.scenario)} (the slots) or []",
+                    )
+
+
+_GRANTING = ("BackupAntiEntropy", "SyncRequest")
+
+PROTOCOLS: dict[str, ScenarioProtocol] = {
     "2pc": IgniteProtocol(
         name="2pc",
         steps=STEPS,
@@ -118,8 +253,11 @@ PROTOCOLS: dict[str, IgniteProtocol] = {
         steps=PME_STEPS,
         counters=(TRACKING,),
         partition_states=("OWNING", "MOVING", "RENTING", "EVICTED", "LOST", "OFFLINE"),
-        features=frozenset(FEATURES),
+        features=IGNITE_FEATURES,
         copies_move=True,
         affinity_fixed=True,
+    ),
+    "hazelcast": HazelcastProtocol(
+        name="hazelcast", steps=HAZELCAST_STEPS, counters=(TRACKING,), features=HAZELCAST_FEATURES
     ),
 }

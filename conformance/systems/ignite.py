@@ -5,10 +5,12 @@ their own), sends it one JSON command per line and parses each answer; `observe(
 models of what every server shows. Steps carry tidemark's names where they map (`step("TxStart", ...)`,
 `step("BackupCommit", tx=..., node=...)`), so a scenario runner can put the real system beside impl/.
 
-The JVM dies with this process (PR_SET_PDEATHSIG, and it stops at end of input), and its work directory
-(persistence, WAL, ignite.log) is a temporary directory removed on close. Everything that goes wrong on the
-Java side (no Java or Maven, a failed build, a node that does not start, a dead JVM) is an IgniteError,
-exit code 3; a command the harness refuses as bad input is a HarnessInputError (exit code 2).
+The JVM dies with this process (PR_SET_PDEATHSIG, and it stops at end of input; the process's guardian,
+conformance/scratch.py, stops it if this process is killed), and its work directory (persistence, WAL,
+ignite.log, the JVM's java.io.tmpdir) is in the process's scratch directory, removed on close.
+Everything that goes wrong on the Java side (no Java or Maven, a failed build, a node that does not
+start, a dead JVM) is an IgniteError, exit code 3; a command the harness refuses as bad input is a
+HarnessInputError (exit code 2).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from conformance.errors import TidemarkError
+from conformance.errors import TidemarkError, ToolError
+from conformance.scratch import forget, scratch_root, watch
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 MODULE: Final = ROOT / "systems" / "ignite"
@@ -38,10 +41,8 @@ DEFAULT_VERSION: Final = "2.18.0"
 PORTS_PER_HARNESS: Final = 40  # discovery base..base+19, communication base+20..base+39
 
 
-class IgniteError(TidemarkError):
+class IgniteError(ToolError):
     """Java, Maven, the harness or the Ignite cluster failed (an environment error)."""
-
-    exit_code = 3
 
 
 class HarnessInputError(TidemarkError):
@@ -96,6 +97,7 @@ class HashRecord(_Model):
     update_counter: str = Field(alias="updateCounter")
     size: int
     hash: int
+    ver_hash: int = Field(default=0, alias="verHash")
     state: str
 
 
@@ -197,6 +199,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
     except (OSError, subprocess.TimeoutExpired):
         proc.kill()
         proc.wait()
+    forget(proc.pid)
     if proc.stdout:
         proc.stdout.close()
 
@@ -294,7 +297,11 @@ class IgniteHarness:
 
     def open(self) -> None:
         target = build_harness(self.version)
-        self.work_dir = Path(tempfile.mkdtemp(prefix="tidemark-ignite-"))
+        # In the process's scratch directory (removed however the process ends) unless it is to be kept.
+        self.work_dir = Path(
+            tempfile.mkdtemp(prefix="ignite-", dir=None if self.keep_dir else scratch_root())
+        )
+        (self.work_dir / "tmp").mkdir()
         classpath = f"{target / 'harness.jar'}{os.pathsep}{target / 'lib' / '*'}"
         options = jvm_options()
         if self.heap is not None:
@@ -302,6 +309,7 @@ class IgniteHarness:
         cmd = [
             "java",
             *options,
+            f"-Djava.io.tmpdir={self.work_dir / 'tmp'}",
             "-cp",
             classpath,
             "tidemark.ignite.Harness",
@@ -322,6 +330,7 @@ class IgniteHarness:
         except OSError as e:
             self.close()
             raise IgniteError(f"cannot start java: {e}") from e
+        watch(self._proc.pid, group=False)
         self.info = self._read_line()
         if not self.info.get("ready"):
             self.close()
@@ -519,7 +528,9 @@ class AffinityOracle:
     def __init__(self, version: str = DEFAULT_VERSION) -> None:
         target = build_harness(version)
         classpath = f"{target / 'harness.jar'}{os.pathsep}{target / 'lib' / '*'}"
-        cmd = ["java", *jvm_options(), "-cp", classpath, "tidemark.ignite.Harness", "--affinity"]
+        self._tmp = Path(tempfile.mkdtemp(prefix="ignite-affinity-", dir=scratch_root()))
+        tmpdir = f"-Djava.io.tmpdir={self._tmp}"
+        cmd = ["java", *jvm_options(), tmpdir, "-cp", classpath, "tidemark.ignite.Harness", "--affinity"]
         try:
             self._proc = subprocess.Popen(
                 cmd,
@@ -531,6 +542,7 @@ class AffinityOracle:
             )
         except OSError as e:
             raise IgniteError(f"cannot start java: {e}") from e
+        watch(self._proc.pid, group=False)
 
     def __enter__(self) -> AffinityOracle:
         return self
@@ -558,3 +570,4 @@ class AffinityOracle:
 
     def close(self) -> None:
         _stop(self._proc)
+        shutil.rmtree(self._tmp, ignore_errors=True)

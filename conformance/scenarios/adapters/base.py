@@ -124,6 +124,24 @@ class System(ABC):
         """idle_verify's report; None for a protocol without it."""
         return None
 
+    # Hazelcast's observations: replica index, fragment versions and data per namespace, sync permits.
+
+    def replica(self, node: str) -> int:
+        raise NotImplementedError(f"{type(self).__name__} has no replica indexes")
+
+    def versions(self, node: str, ns: str) -> list[int]:
+        """The fragment's versions, slot 1 first; [] when the member has no fragment of `ns`."""
+        raise NotImplementedError(f"{type(self).__name__} has no version vectors")
+
+    def dirty(self, node: str, ns: str) -> bool:
+        raise NotImplementedError(f"{type(self).__name__} has no version vectors")
+
+    def entries(self, node: str, ns: str) -> dict[int, int]:
+        raise NotImplementedError(f"{type(self).__name__} has no namespaces")
+
+    def permits(self, node: str) -> int:
+        raise NotImplementedError(f"{type(self).__name__} has no replica sync permits")
+
     # --- the end -----------------------------------------------------------------------------------------
 
     @abstractmethod

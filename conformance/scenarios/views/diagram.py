@@ -18,10 +18,14 @@ def mermaid_text(text: str) -> str:
     return " ".join(text.translate(_MERMAID_ENTITIES).split())
 
 
-def _state_text(before: NodeSnapshot, after: NodeSnapshot) -> str | None:
+# Protocols whose servers keep nothing across a crash (Hazelcast's members hold their data in memory).
+MEMORY_ONLY = ("hazelcast",)
+
+
+def _state_text(before: NodeSnapshot, after: NodeSnapshot, protocol: str) -> str | None:
     """A note on what a step did to a server: crash, restart, its counters, its copies' states (pme)."""
     if after.state == "down" and before.state != "down":
-        return "crashed: memory lost, WAL kept"
+        return "crashed: memory lost" + ("" if protocol in MEMORY_ONLY else ", WAL kept")
     if after == before:
         return None
     prefix = "restarted from its WAL: " if after.state == "restarted" and before.state != "restarted" else ""
@@ -88,7 +92,7 @@ def mermaid_diagram(result: ScenarioResult) -> str:
         if change:
             lines.append(f"    Note over {everyone}: {mermaid_text(change)}")
         for node in servers:
-            text = _state_text(previous.nodes[node], row.nodes[node])
+            text = _state_text(previous.nodes[node], row.nodes[node], result.protocol)
             if text:
                 lines.append(f"    Note over {node}: {mermaid_text(text)}")
         previous = row

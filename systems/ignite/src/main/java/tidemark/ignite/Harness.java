@@ -222,6 +222,10 @@ public final class Harness {
                 return nodes.observe(Json.boolOr(c, "entries", true), Json.boolOr(c, "idle_verify", false));
             case "idle_verify":
                 return nodes.idleVerify();
+            case "idle_verify_dump":
+                return nodes.idleVerifyDump(Json.boolOr(c, "skip_zeros", false));
+            case "snapshot":
+                return nodes.snapshot();
             case "logs": {
                 JsonObject o = new JsonObject();
                 JsonArray lines = new JsonArray();

@@ -375,14 +375,31 @@ final class Nodes {
         return o;
     }
 
+    /** Every running server's copies as audit snapshot rows (Observer.snapshot). */
+    synchronized JsonObject snapshot() throws Exception {
+        JsonObject o = new JsonObject();
+        for (Map.Entry<String, IgniteEx> e : servers.entrySet())
+            o.add(e.getKey(), Observer.snapshot(e.getValue()));
+        return o;
+    }
+
     /** idle_verify waits for a checkpoint on every server: checkpoints are on for its duration. */
     synchronized JsonObject idleVerify() throws Exception {
+        return checkpointed(() -> Observer.idleVerify(servers.values().iterator().next()));
+    }
+
+    /** idle_verify --dump [--skip-zeros], with checkpoints on like idle_verify. */
+    synchronized JsonObject idleVerifyDump(boolean skipZeros) throws Exception {
+        return checkpointed(() -> Observer.idleVerifyDump(servers.values().iterator().next(), skipZeros));
+    }
+
+    private JsonObject checkpointed(java.util.concurrent.Callable<JsonObject> task) throws Exception {
         if (servers.isEmpty())
             throw new IllegalArgumentException("no running server");
         for (IgniteEx ig : servers.values())
             db(ig).enableCheckpoints(true).get();
         try {
-            return Observer.idleVerify(servers.values().iterator().next());
+            return task.call();
         }
         finally {
             if (!setup.checkpoints) {

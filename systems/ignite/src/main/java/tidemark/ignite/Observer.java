@@ -24,6 +24,8 @@ import org.apache.ignite.internal.processors.cache.version.GridCacheVersion;
 import org.apache.ignite.internal.processors.cluster.ChangeGlobalStateMessage;
 import org.apache.ignite.internal.IgniteEx;
 import org.apache.ignite.internal.management.cache.CacheIdleVerifyCommandArg;
+import org.apache.ignite.internal.management.cache.CacheIdleVerifyDumpCommandArg;
+import org.apache.ignite.internal.management.cache.IdleVerifyDumpTask;
 import org.apache.ignite.internal.management.cache.IdleVerifyResult;
 import org.apache.ignite.internal.management.cache.IdleVerifyTask;
 import org.apache.ignite.internal.processors.affinity.AffinityTopologyVersion;
@@ -213,6 +215,57 @@ final class Observer {
         return o;
     }
 
+    /**
+     * Every local copy as a tidemark audit snapshot has it (docs/audit.md): state, primary flag, the counter's
+     * comparable text, and each entry's key, value bytes as stored (what idle_verify hashes) and version.
+     */
+    static JsonArray snapshot(IgniteEx ig) throws Exception {
+        JsonArray copies = new JsonArray();
+        CacheGroupContext grp = group(ig);
+        if (grp == null)
+            return copies;
+        CacheObjectContext coctx = grp.cacheObjectContext();
+        AffinityTopologyVersion ver = grp.topology().readyTopologyVersion();
+        for (GridDhtLocalPartition part : grp.topology().currentLocalPartitions()) {
+            JsonObject c = new JsonObject();
+            c.addProperty("partition", part.id());
+            c.addProperty("state", part.state().name());
+            c.addProperty("primary", part.primary(ver));
+            PartitionUpdateCounter cntr = part.dataStore().partUpdateCounter();
+            c.addProperty("comparable", cntr == null ? "0" : String.valueOf(cntr.comparableState()));
+            JsonArray entries = new JsonArray();
+            GridCursor<? extends CacheDataRow> cur = part.dataStore().cursor();
+            while (cur.next()) {
+                CacheDataRow row = cur.get();
+                Object key = row.key().value(coctx, false);
+                JsonArray e = new JsonArray();
+                e.add(String.valueOf(key));
+                e.add(java.util.Base64.getEncoder().encodeToString(row.value().valueBytes(coctx)));
+                e.add(row.version().topologyVersion());
+                e.add(row.version().nodeOrder());
+                e.add(row.version().order());
+                e.add(row.expireTime());
+                entries.add(e);
+            }
+            c.add("entries", entries);
+            copies.add(c);
+        }
+        return copies;
+    }
+
+    /** control.sh --cache idle_verify --dump [--skip-zeros]: the dump file's path and text. */
+    static JsonObject idleVerifyDump(IgniteEx ig, boolean skipZeros) throws Exception {
+        CacheIdleVerifyDumpCommandArg arg = new CacheIdleVerifyDumpCommandArg();
+        arg.caches(new String[] {ClusterSetup.CACHE});
+        arg.skipZeros(skipZeros);
+        VisorTaskResult<String> answer = ig.compute(ig.cluster().forLocal()).execute(IdleVerifyDumpTask.class,
+            new VisorTaskArgument<>(ig.localNode().id(), arg, false));
+        JsonObject o = new JsonObject();
+        o.addProperty("path", answer.result());
+        o.addProperty("text", java.nio.file.Files.readString(java.nio.file.Path.of(answer.result())));
+        return o;
+    }
+
     /** Per partition, the owners (primary first) this node's ready affinity gives. */
     static JsonObject assignment(CacheGroupContext grp, AffinityTopologyVersion ver) {
         JsonObject o = new JsonObject();
@@ -269,6 +322,7 @@ final class Observer {
             o.addProperty("updateCounter", String.valueOf(r.updateCounter()));
             o.addProperty("size", r.size());
             o.addProperty("hash", r.partitionHash());
+            o.addProperty("verHash", r.partitionVersionsHash());
             o.addProperty("state", String.valueOf(r.partitionState()));
             a.add(o);
         }

@@ -1,0 +1,411 @@
+"""The command line's parser and its values. Every size and count a user can type has a range (README,
+"Limits"), checked while the arguments are parsed: a value out of range is a usage error (exit 2) before
+any work starts.
+
+Output directories are checked at the same time: an option naming a directory must not name a file,
+and the place must be writable; nothing is created here. (`scenario --out` is checked by
+conformance/scenarios/outputs.py, before the scenario runs.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.distribution import MAX_NODES, MAX_TRIALS
+from conformance.locks import LOCK_FILE
+from impl.affinity import INT_MAX, LONG_MAX, LONG_MIN, MAX_PARTITIONS
+
+
+def cores() -> int:
+    """The cores this process may use: more TLC workers than that only contend."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def memory_bytes() -> int:
+    """This machine's physical memory: a larger TLC heap would swap, or the JVM would not start."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):  # no sysconf: no upper bound known
+        return 1 << 50
+
+
+@dataclass(frozen=True)
+class Limit:
+    """The range of one option, and why it ends there (printed in errors and the README)."""
+
+    low: float
+    high: float
+    why: str
+    shown: str | None = None  # the range in words, where it depends on the machine
+
+    def text(self) -> str:
+        return self.shown or f"{_number(self.low)} to {_number(self.high)}"
+
+
+def _number(value: float) -> str:
+    return f"{value:,}" if float(value).is_integer() else f"{value:g}"
+
+
+JAVA_LONG = Limit(LONG_MIN, LONG_MAX, "a Java long (TLC's -seed)", "-2^63 to 2^63 - 1")
+LIMITS: dict[str, Limit] = {
+    "--workers": Limit(1, cores(), "TLC worker threads", "1 to this machine's cores"),
+    "--timeout": Limit(0.001, 30 * 24 * 3600, "seconds, up to 30 days"),
+    "simulate --traces": Limit(1, 100_000, "TLC writes each trace as a file"),
+    "simulate --depth": Limit(1, 100_000, "steps per simulated trace"),
+    "verify --traces": Limit(1, 100_000, "implementation walks per spec"),
+    "verify --steps": Limit(1, 10_000, "steps per walk"),
+    "--seed": JAVA_LONG,
+    "prove --k": Limit(1, 32, "z3's time grows with k: about 30 s at k = 32"),
+    "--partitions": Limit(1, MAX_PARTITIONS, "Ignite's limit for a cache's partitions"),
+    "--backups": Limit(0, INT_MAX, "Ignite's backups; a count >= the nodes puts a copy on every node"),
+    "affinity --nodes": Limit(1, 10_000, "node ids per topology, distinct"),
+    "distribution --nodes": Limit(2, MAX_NODES, "cluster sizes; a trial at 1,000 nodes takes seconds"),
+    "distribution --trials": Limit(1, MAX_TRIALS, "topologies per cluster size"),
+    "audit --groups": Limit(1, 1000, "cache groups a generated snapshot has"),
+    "audit --copies": Limit(1, 64, "copies of each partition, on as many nodes"),
+    "audit --nodes": Limit(1, 1000, "nodes of a generated snapshot"),
+    "audit --entries": Limit(0, 10**10, "keys of a generated snapshot, in all groups"),
+    "audit --divergences": Limit(0, 1_000_000, "partitions a divergence is injected in, distinct"),
+    "audit --not-idle": Limit(0, 1_000_000, "partitions whose counters move in the later snapshot"),
+}
+HEAP_MIN = 64 << 20
+
+
+def bounded(name: str, kind: type[int] | type[float] = int) -> Callable[[str], float]:
+    """An argparse type for option `name` of LIMITS: a number in its range, else a usage error."""
+    limit = LIMITS[name]
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            what = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not limit.low <= value <= limit.high:  # NaN fails this too
+            raise argparse.ArgumentTypeError(
+                f"{text} is out of range: {_number(limit.low)} to {_number(limit.high)} ({limit.why})"
+            )
+        return value
+
+    parse.__name__ = "integer" if kind is int else "number"
+    return parse
+
+
+_SIZE = re.compile(r"^(\d+)([mMgG])$")
+
+
+def heap(text: str) -> str:
+    """A JVM heap size (-Xmx): 64m up to this machine's memory."""
+    match = _SIZE.match(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size like 512m or 4g")
+    size = int(match.group(1)) << (20 if match.group(2) in "mM" else 30)
+    if not HEAP_MIN <= size <= memory_bytes():
+        raise argparse.ArgumentTypeError(
+            f"{text} is out of range: 64m to this machine's {memory_bytes() >> 20:,}m"
+        )
+    return text
+
+
+# Spark's master URLs: local, local[N], local[*], local[N,F], spark://, yarn, k8s://, mesos://.
+_MASTER = re.compile(
+    r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn|(spark|k8s|mesos)://\S+)$"
+)
+
+
+def spark_master(text: str) -> str:
+    if _MASTER.match(text) is None or text in ("local[0]",):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a Spark master URL (local, local[4], local[*], spark://HOST:PORT, yarn, k8s://...)"
+        )
+    return text
+
+
+def _writable(path: Path) -> None:
+    """The nearest existing directory at or above `path` must be one this process can write in."""
+    ancestor = path
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise argparse.ArgumentTypeError(f"{path}: {ancestor} is a file, not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=ancestor):
+            pass
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"{path}: cannot write in {ancestor}: {error.strerror}") from error
+
+
+def output_dir(text: str) -> Path:
+    """A directory the command writes into (created if missing)."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a file, not a directory")
+    _writable(path)
+    return path
+
+
+def run_dir(*markers: str) -> Callable[[str], Path]:
+    """A run directory: new, empty, or one holding a run's files (`markers`). Any other directory is
+    refused: a run replaces its files there, and the user's own files must not be among them."""
+
+    def parse(text: str) -> Path:
+        path = output_dir(text)
+        if path.is_dir() and any(path.iterdir()) and not any((path / m).exists() for m in markers):
+            raise argparse.ArgumentTypeError(
+                f"{path} holds other files, not a run's ({', '.join(markers)}): give a new or empty directory"
+            )
+        return path
+
+    parse.__name__ = "run directory"
+    return parse
+
+
+def _no_wait_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="fail at once (exit 3) if another run holds the directory, instead of waiting for it",
+    )
+
+
+def _tlc_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workers", type=bounded("--workers"), default=1, help="TLC worker threads (default 1)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=bounded("--timeout", float),
+        default=900,
+        help="seconds before TLC is killed (default 900)",
+    )
+    parser.add_argument("--heap", type=heap, default="2g", help="TLC's JVM heap, -Xmx (default 2g)")
+
+
+def _master_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--master", type=spark_master, help="Spark master URL (default local[*])")
+
+
+def _seed_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, default: int, what: str
+) -> None:
+    parser.add_argument("--seed", type=bounded("--seed"), default=default, help=f"{what} (default {default})")
+
+
+# The files that mark a directory as conform's (or the zoo's) run directory; the lock file is there from
+# the start of a run (conformance/locks.py), so a run killed before writing anything can be run again.
+_CONFORM_RUN = run_dir(
+    LOCK_FILE, "inputs.json", "states.parquet", "edges.parquet", "results.parquet", "summary.json"
+)
+_ZOO_RUN = run_dir(LOCK_FILE, "configs", "graphs")
+
+
+def build_parser(description: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tidemark", description=description)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    check = commands.add_parser("check", help="model-check a spec with TLC")
+    check.add_argument("spec", type=Path)
+    check.add_argument("--config", type=Path, help="TLC model config (default: SPEC with .cfg)")
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    _tlc_arguments(check)
+
+    conform = commands.add_parser("conform", help="replay a spec's state graph against the implementation")
+    conform.add_argument("spec", type=Path)
+    conform.add_argument("--config", type=Path, help="TLC model config (default: SPEC with .cfg)")
+    _master_argument(conform)
+    conform.add_argument("--local", action="store_true", help="replay in this process, without Spark")
+    conform.add_argument("--mutant", help="replay against a deliberately broken implementation")
+    conform.add_argument(
+        "--run-dir", type=_CONFORM_RUN, help="where the graph and results go (default runs/SPEC-CFG)"
+    )
+    conform.add_argument("--json", action="store_true", help="print one JSON object")
+    _no_wait_argument(conform)
+    _tlc_arguments(conform)
+
+    simulate = commands.add_parser(
+        "simulate", help="replay TLC's random simulation traces on the implementation (large models)"
+    )
+    simulate.add_argument("spec", type=Path)
+    simulate.add_argument("--config", type=Path, help="TLC model config (default: SPEC with .cfg)")
+    simulate.add_argument(
+        "--traces", type=bounded("simulate --traces"), default=100, help="number of traces (default 100)"
+    )
+    simulate.add_argument(
+        "--depth", type=bounded("simulate --depth"), default=50, help="steps per trace (default 50)"
+    )
+    _seed_argument(simulate, 1, "TLC's simulation seed")
+    _master_argument(simulate)
+    simulate.add_argument("--local", action="store_true", help="replay in this process, without Spark")
+    simulate.add_argument("--mutant", help="replay against a deliberately broken implementation")
+    simulate.add_argument("--json", action="store_true", help="print one JSON object")
+    _tlc_arguments(simulate)
+
+    zoo = commands.add_parser(
+        "zoo", help="the bug zoo: each known bug caught by TLC (spec variant) and by conformance (mutant)"
+    )
+    zoo.add_argument("--only", nargs="+", metavar="NAME", help="run these entries only")
+    zoo.add_argument(
+        "--run-dir", type=_ZOO_RUN, default=Path("runs/zoo"), help="configs and graphs (default runs/zoo)"
+    )
+    zoo.add_argument("--json", action="store_true", help="print one JSON object")
+    _no_wait_argument(zoo)
+    _tlc_arguments(zoo)
+
+    prove = commands.add_parser("prove", help="prove the counter's invariants inductive with z3")
+    prove.add_argument(
+        "--k",
+        type=bounded("prove --k"),
+        default=4,
+        help="out-of-order items covered by the proof (default 4)",
+    )
+    prove.add_argument("--json", action="store_true", help="print one JSON object")
+
+    affinity = commands.add_parser(
+        "affinity", help="partition, primary and backups of keys (Ignite's rendezvous)"
+    )
+    affinity.add_argument("keys", nargs="+", metavar="KEY")
+    affinity.add_argument("--type", choices=["int", "long", "string", "uuid"], default="string")
+    affinity.add_argument("--partitions", type=bounded("--partitions"), default=1024)
+    affinity.add_argument("--backups", type=bounded("--backups"), default=1)
+    affinity.add_argument("--nodes", nargs="+", default=["node-1", "node-2", "node-3"], help="consistent ids")
+    affinity.add_argument("--json", action="store_true", help="print one JSON object")
+
+    distribution = commands.add_parser("distribution", help="balance and movement of placements (Spark job)")
+    distribution.add_argument("--partitions", type=bounded("--partitions"), default=1024)
+    distribution.add_argument(
+        "--nodes",
+        type=bounded("distribution --nodes"),
+        nargs="+",
+        default=[4, 8, 16, 32, 64],
+        help="cluster sizes",
+    )
+    distribution.add_argument("--backups", type=bounded("--backups"), default=0)
+    distribution.add_argument("--algorithms", nargs="+", help="labels, e.g. rendezvous bounded-0.05 ncache")
+    distribution.add_argument("--trials", type=bounded("distribution --trials"), default=10)
+    _seed_argument(distribution, 0, "seed of the topologies")
+    _master_argument(distribution)
+    distribution.add_argument(
+        "--out", type=output_dir, default=Path("reports/distribution"), help="plots and tables"
+    )
+    distribution.add_argument("--json", action="store_true", help="print one JSON object")
+
+    validate = commands.add_parser("validate", help="check implementation traces (ITF JSON lines) with TLC")
+    validate.add_argument("traces", type=Path, metavar="TRACES.jsonl")
+    validate.add_argument("--spec", type=Path, help="the spec (default: spec/NAME.tla, NAME from the traces)")
+    validate.add_argument(
+        "--config", type=Path, help="TLC model config (default: the traces' #meta.config, else SPEC.cfg)"
+    )
+    validate.add_argument("--json", action="store_true", help="print one JSON object")
+    _tlc_arguments(validate)
+
+    scenario = commands.add_parser(
+        "scenario", help="run a scenario file on the cluster: timeline, Mermaid diagram, expectations"
+    )
+    scenario.add_argument("file", type=Path, metavar="FILE")
+    scenario.add_argument(
+        "--out",
+        type=Path,
+        help="X.mmd or X.html: the Mermaid diagram is written to X.mmd and the timeline page to X.html "
+        "(default reports/scenarios/NAME.mmd)",
+    )
+    scenario.add_argument("--json", action="store_true", help="print one JSON object")
+    scenario.add_argument(
+        "--system",
+        choices=["impl", "ignite"],
+        default="impl",
+        help="ignite: side by side with a real cluster",
+    )
+    scenario.add_argument("--ignite-version", default="2.18.0", help="Ignite for --system ignite (2.18.0)")
+
+    doctor = commands.add_parser(
+        "doctor", help="check Java, TLC's jar, Spark, Maven and the Ignite harness on this machine"
+    )
+    doctor.add_argument("--ignite", action="store_true", help="also start and stop a one-server cluster")
+    doctor.add_argument("--ignite-version", default="2.18.0", help="the harness's Ignite (default 2.18.0)")
+    doctor.add_argument("--json", action="store_true", help="print one JSON object")
+
+    _audit_parser(commands)
+
+    verify = commands.add_parser(
+        "verify", help="the main job: check, conform, validate every standard model, the bug zoo; HTML report"
+    )
+    _master_argument(verify)
+    verify.add_argument("--local", action="store_true", help="replay in this process, without Spark")
+    verify.add_argument(
+        "--traces",
+        type=bounded("verify --traces"),
+        default=100,
+        help="implementation walks per spec (default 100)",
+    )
+    verify.add_argument(
+        "--steps", type=bounded("verify --steps"), default=30, help="steps per walk at most (default 30)"
+    )
+    _seed_argument(verify, 0, "seed of the walks")
+    verify.add_argument(
+        "--out", type=output_dir, default=Path("reports"), help="where index.html goes (default reports)"
+    )
+    verify.add_argument("--skip-zoo", action="store_true", help="leave out the bug zoo (tidemark zoo)")
+    verify.add_argument("--json", action="store_true", help="print the VerifyReport as one JSON object")
+    _no_wait_argument(verify)
+    _tlc_arguments(verify)
+    return parser
+
+
+def _audit_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    audit = commands.add_parser(
+        "audit",
+        help="Ignite's idle_verify over partition snapshots (Parquet or CSV) on Spark; --generate makes some",
+    )
+    audit.add_argument(
+        "snapshots", nargs="*", type=Path, metavar="SNAPSHOT", help="a snapshot, and a later one"
+    )
+    audit.add_argument("--key-type", choices=["int", "long", "string", "uuid"], help="the keys' Java type")
+    audit.add_argument("--caches", type=_regexps, default=(), help="groups to audit: REGEX[,REGEX...]")
+    audit.add_argument("--exclude-caches", type=_regexps, default=(), help="groups not to audit: REGEX[,...]")
+    audit.add_argument("--dump", type=Path, metavar="FILE", help="every partition's records, Ignite's layout")
+    audit.add_argument("--skip-zeros", action="store_true", help="leave empty partitions out of the dump")
+    audit.add_argument(
+        "--against", type=Path, metavar="DUMP", help="compare the records with an idle_verify dump"
+    )
+    audit.add_argument("--report", type=Path, metavar="FILE.html", help="a page with the conflicts plotted")
+    _master_argument(audit)
+    audit.add_argument("--local", action="store_true", help="in this process, without Spark")
+    audit.add_argument("--json", action="store_true", help="print one JSON object")
+    generate = audit.add_argument_group(
+        "--generate DIR: a synthetic snapshot in DIR/snapshot (and DIR/later)"
+    )
+    generate.add_argument("--generate", type=output_dir, metavar="DIR")
+    generate.add_argument("--groups", type=bounded("audit --groups"), default=1)
+    generate.add_argument("--partitions", type=bounded("--partitions"), default=1024)
+    generate.add_argument("--copies", type=bounded("audit --copies"), default=3)
+    generate.add_argument("--nodes", type=bounded("audit --nodes"), help="default: copies + 1")
+    generate.add_argument("--entries", type=bounded("audit --entries"), default=100_000)
+    generate.add_argument("--divergences", type=bounded("audit --divergences"), default=8)
+    generate.add_argument("--not-idle", type=bounded("audit --not-idle"), default=0)
+    _seed_argument(generate, 0, "seed of the snapshot")
+
+
+def _regexps(text: str) -> tuple[str, ...]:
+    """Comma-separated regular expressions (Ignite's cache-name lists), each one compiled to check it."""
+    patterns = tuple(p for p in text.split(",") if p)
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise argparse.ArgumentTypeError(f"{pattern!r} is not a regular expression: {error}") from None
+    return patterns
+
+
+def limits_table() -> str:
+    """The README's table of limits (a test keeps the README equal to it)."""
+    rows = [f"| `{name}` | {limit.text()} | {limit.why} |" for name, limit in LIMITS.items()]
+    rows.insert(
+        2, "| `--heap` | 64m to this machine's memory | TLC's JVM heap (-Xmx): a size like 512m or 4g |"
+    )
+    return "\n".join(["| option | range | note |", "|---|---|---|", *rows]) + "\n"
