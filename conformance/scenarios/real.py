@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from conformance.scenarios.adapters import SYSTEMS
 from conformance.scenarios.compare import Explainer, SideBySide, side_by_side
 from conformance.scenarios.format import ScenarioFile
 from conformance.scenarios.outputs import output_paths, write_outputs
@@ -39,6 +40,12 @@ def run_on_system(scenario: ScenarioFile, system: str, *, version: str) -> SideB
 
 
 def cannot_run(scenario: ScenarioFile, system: str) -> str | None:
+    """Why the scenario is not run on `system`: another system's protocol, or its notes' reason."""
+    if scenario.protocol not in SYSTEMS[system]:
+        return (
+            f"protocol {scenario.protocol} is another system's: its steps and observations have no "
+            f"counterpart on {system}, which runs protocols {', '.join(SYSTEMS[system])}"
+        )
     notes = scenario.systems.get(system)  # type: ignore[call-overload]
     return notes.cannot_run if notes else None
 
