@@ -90,13 +90,25 @@ def _print_tlc(result: TlcResult, spec: Path) -> None:
             table.add_row(f"  {label}", f"{value:,}" if isinstance(value, int) else str(value))
     out.print(table)
     if result.violation is not None:
-        violation = result.violation
-        out.print(
-            f"  violated: [bold]{violation.invariant or violation.kind}[/]"
-            f" after {len(violation.trace)} states"
-        )
-        for step in violation.trace:
-            out.print(f"  [cyan]{step.index}. {step.action}[/]")
+        from conformance.counterexample import definition, render
+
+        name = result.violation.invariant
+        render(out, _violation_path(result, spec, None), definition(spec, name) if name else None)
+
+
+def _violation_path(result: TlcResult, spec: Path, config: Path | None) -> Any:
+    """TLC's counterexample as a path, with what `explain` needs to replay it."""
+    from conformance.counterexample import from_tlc
+    from conformance.tlc.config import read_config
+    from conformance.tlc.values import to_itf
+
+    violation = result.violation
+    assert violation is not None
+    config = config or spec.with_suffix(".cfg")
+    constants = {name: to_itf(v) for name, v in read_config(config).constants.items()}
+    what = f"{violation.kind}" + (f": {violation.invariant}" if violation.invariant else "")
+    meta = {"spec": str(spec), "config": str(config), "constants": constants}
+    return from_tlc(violation.trace, what, meta, violation.loops_back_to)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -108,6 +120,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     result = parse_output(run, source=f"TLC on {args.spec}")
     if (error := tlc_failure(result, args.spec, args.config or args.spec.with_suffix(".cfg"))) is not None:
         raise error
+    if args.out is not None and result.violation is not None:
+        from conformance.counterexample import write_itf
+
+        write_itf(_violation_path(result, args.spec, args.config), args.out)
     if args.json:
         print(result.model_dump_json())
     else:
@@ -131,6 +147,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
             on_phase=status.phase,
             wait=not args.no_wait,
         )
+    path = _first_mismatch(args, result)
     if args.json:
         print(result.model_dump_json(exclude={"tlc"}))
         return 0 if result.holds else 1
@@ -160,6 +177,55 @@ def cmd_conform(args: argparse.Namespace) -> int:
             out.print(f"    spec takes, impl does not enable: {escape(str(example.missing))}")
         if example.extra:
             out.print(f"    impl enables, spec does not take: {escape(str(example.extra))}")
+    if path is not None:
+        from conformance.counterexample import render
+
+        out.print("[bold]the first mismatch, from an initial state:[/]")
+        render(out, path)
+        if args.out is not None:
+            out.print(f"  trace: {args.out} (replay it: tidemark explain {args.out})")
+    return 0 if result.holds else 1
+
+
+def _first_mismatch(args: argparse.Namespace, result: Any) -> Any:
+    """The shortest path to the first mismatch (written to --out), or None when every edge replays."""
+    if not result.examples:
+        return None
+    from conformance.conform import default_run_dir
+    from conformance.counterexample import mismatch_path, write_itf
+    from conformance.tlc.config import read_config
+    from conformance.tlc.values import to_itf
+
+    config = args.config or args.spec.with_suffix(".cfg")
+    constants = {name: to_itf(v) for name, v in read_config(config).constants.items()}
+    meta = {"spec": str(args.spec), "config": str(config), "constants": constants}
+    if args.mutant:
+        meta["mutant"] = args.mutant
+    graph = args.run_dir or default_run_dir(args.spec, config)
+    path = mismatch_path(graph, result.examples[0], meta)
+    if args.out is not None:
+        write_itf(path, args.out)
+    return path
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from conformance.explain import explain
+
+    result = explain(args.trace, args.spec, args.config, args.mutant, correct=args.correct)
+    if args.json:
+        print(result.model_dump_json())
+        return 0 if result.holds else 1
+    who = f"mutant {result.mutant}" if result.mutant else "the implementation"
+    out.print(f"[bold]{escape(result.trace)}[/] ({result.spec}) on {who}:")
+    for step in result.steps:
+        mark = "[green]agrees[/]" if step.agrees else "[red]differs[/]"
+        out.print(f"  {step.index}. {escape(step.action)}: {mark}")
+        for line in step.diff:
+            out.print(f"      {escape(line)}", highlight=False)
+    if result.holds:
+        out.print(f"[green]{who} takes every step of the trace[/]")
+    else:
+        out.print(f"[red]{who} leaves the trace at step {result.steps[-1].index}[/]")
     return 0 if result.holds else 1
 
 
@@ -478,6 +544,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "conform": cmd_conform,
     "simulate": cmd_simulate,
     "zoo": cmd_zoo,
+    "explain": cmd_explain,
     "prove": cmd_prove,
     "affinity": cmd_affinity,
     "distribution": cmd_distribution,

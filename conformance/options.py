@@ -187,6 +187,23 @@ def _tlc_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heap", type=heap, default="2g", help="TLC's JVM heap, -Xmx (default 2g)")
 
 
+def itf_file(text: str) -> Path:
+    """An ITF trace to write: a name ending in .itf.json, in an existing, writable directory."""
+    path = Path(text)
+    if not path.name.endswith(".itf.json"):
+        raise argparse.ArgumentTypeError(f"{text}: an ITF trace is written to a file named X.itf.json")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory: give a file name ending in .itf.json")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is not a writable directory")
+    return path
+
+
+def _trace_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--out", type=itf_file, metavar="X.itf.json", help=f"write {what} as an ITF trace")
+
+
 def _master_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", type=spark_master, help="Spark master URL (default local[*])")
 
@@ -213,6 +230,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     check.add_argument("spec", type=Path)
     check.add_argument("--config", type=Path, help="TLC model config (default: SPEC with .cfg)")
     check.add_argument("--json", action="store_true", help="print one JSON object")
+    _trace_argument(check, "the counterexample")
     _tlc_arguments(check)
 
     conform = commands.add_parser("conform", help="replay a spec's state graph against the implementation")
@@ -225,6 +243,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "--run-dir", type=_CONFORM_RUN, help="where the graph and results go (default runs/SPEC-CFG)"
     )
     conform.add_argument("--json", action="store_true", help="print one JSON object")
+    _trace_argument(conform, "the path from an initial state to the first mismatch")
     _no_wait_argument(conform)
     _tlc_arguments(conform)
 
@@ -245,6 +264,19 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     simulate.add_argument("--mutant", help="replay against a deliberately broken implementation")
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     _tlc_arguments(simulate)
+
+    explain = commands.add_parser(
+        "explain", help="replay an ITF trace (a counterexample) on the implementation, step by step"
+    )
+    explain.add_argument("trace", type=Path, metavar="TRACE.itf.json")
+    explain.add_argument("--spec", type=Path, help="the spec (default: the trace's metadata)")
+    explain.add_argument("--config", type=Path, help="its model config (default: the trace's constants)")
+    which = explain.add_mutually_exclusive_group()
+    which.add_argument("--mutant", help="replay on a deliberately broken implementation")
+    which.add_argument(
+        "--correct", action="store_true", help="replay on the correct implementation, whatever the trace names"
+    )
+    explain.add_argument("--json", action="store_true", help="print one JSON object")
 
     zoo = commands.add_parser(
         "zoo", help="the bug zoo: each known bug caught by TLC (spec variant) and by conformance (mutant)"
