@@ -57,11 +57,17 @@ class Counterexample(BaseModel):
 
 
 def action_text(action: Value | None) -> str:
-    """`Commit(copy = "b", start = 2, delta = 1)` for the record [name |-> "Commit", copy |-> "b", ...]."""
+    """`Commit(copy=b, delta=1, start=2)` for the record [name |-> "Commit", copy |-> "b", ...]
+    (`Init` without parameters); anything else in TLA+ syntax."""
     if isinstance(action, Record) and isinstance(action.get("name"), str):
-        params = ", ".join(f"{k} = {format_value(v)}" for k, v in action.items() if k != "name")
+        params = ", ".join(f"{k}={_plain(v)}" for k, v in action.items() if k != "name")
         return f"{action['name']}({params})" if params else str(action["name"])
     return "?" if action is None else format_value(action)
+
+
+def _plain(value: Value) -> str:
+    # Copies and nodes are strings: unquoted they read as the names they are.
+    return value if isinstance(value, str) else format_value(value)
 
 
 def from_tlc(

@@ -274,7 +274,9 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     which = explain.add_mutually_exclusive_group()
     which.add_argument("--mutant", help="replay on a deliberately broken implementation")
     which.add_argument(
-        "--correct", action="store_true", help="replay on the correct implementation, whatever the trace names"
+        "--correct",
+        action="store_true",
+        help="replay on the correct implementation, whatever the trace names",
     )
     explain.add_argument("--json", action="store_true", help="print one JSON object")
 

@@ -98,7 +98,7 @@ def test_explain_reads_a_trace_of_another_tool(
     raw = json.loads(trace.read_text())
 
     def bigints(value: Any) -> Any:
-        if isinstance(value, bool) or isinstance(value, str):
+        if isinstance(value, bool | str):
             return value
         if isinstance(value, int):
             return {"#bigint": str(value)}

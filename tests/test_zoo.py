@@ -96,7 +96,13 @@ def test_cli_zoo_json_and_the_verify_report(
     ]
     page = html_page(VerifyReport(specs=[], zoo=quick, traces=0, steps=0, seed=0))
     assert '<section id="zoo"><h2>Bug zoo <span class="holds">holds</span>' in page
-    assert "PrimaryHwmCovers violated after" in page and "edge mismatch at" in page
+    assert "PrimaryHwmCovers violated after" in page and "edge mismatch on TxStart" in page
+    # Each entry's counterexample in full: its steps with their parameters, its diagram, the mismatch.
+    switch = quick.entries[0]
+    assert switch.spec.counterexample is not None
+    assert f"{switch.name}: the counterexample and the mismatch" in page
+    assert f"Counterexample: PrimaryHwmCovers violated after {len(switch.spec.trace)} states" in page
+    assert "TxStart(" in page and page.count("sequenceDiagram") >= 2 * len(QUICK)
     missed = quick.model_copy(update={"all_caught": False})
     assert not VerifyReport(specs=[], zoo=missed, traces=0, steps=0, seed=0).holds
 
