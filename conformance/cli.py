@@ -139,7 +139,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
             args.spec,
             args.config,
             master=args.master,
-            local=args.local,
+            local=True if args.local else False if args.spark else None,
             mutant=args.mutant,
             run_dir=args.run_dir,
             options=_tlc_options(args),
@@ -165,7 +165,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
         if result.graph_reused
         else f"TLC {result.tlc_seconds:.1f} s, graph load {result.load_seconds:.1f} s"
     )
-    out.print(f"  {tlc}, replay {result.replay_seconds:.1f} s on {result.master or 'this process'}")
+    out.print(f"  {tlc}, replay {result.replay_seconds:.1f} s {escape(result.engine)}")
     coverage = ", ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"  coverage: {coverage}")
     for example in result.examples[:5]:

@@ -237,7 +237,11 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     conform.add_argument("spec", type=Path)
     conform.add_argument("--config", type=Path, help="TLC model config (default: SPEC with .cfg)")
     _master_argument(conform)
-    conform.add_argument("--local", action="store_true", help="replay in this process, without Spark")
+    engine = conform.add_mutually_exclusive_group()
+    engine.add_argument(
+        "--local", action="store_true", help="replay in this process (default: by the graph's size)"
+    )
+    engine.add_argument("--spark", action="store_true", help="replay on Spark local[*] whatever the size")
     conform.add_argument("--mutant", help="replay against a deliberately broken implementation")
     conform.add_argument(
         "--run-dir", type=_CONFORM_RUN, help="where the graph and results go (default runs/SPEC-CFG)"
