@@ -90,25 +90,10 @@ def _print_tlc(result: TlcResult, spec: Path) -> None:
             table.add_row(f"  {label}", f"{value:,}" if isinstance(value, int) else str(value))
     out.print(table)
     if result.violation is not None:
-        from conformance.counterexample import definition, render
+        from conformance.counterexample import definition, render, violation_path
 
         name = result.violation.invariant
-        render(out, _violation_path(result, spec, None), definition(spec, name) if name else None)
-
-
-def _violation_path(result: TlcResult, spec: Path, config: Path | None) -> Any:
-    """TLC's counterexample as a path, with what `explain` needs to replay it."""
-    from conformance.counterexample import from_tlc
-    from conformance.tlc.config import read_config
-    from conformance.tlc.values import to_itf
-
-    violation = result.violation
-    assert violation is not None
-    config = config or spec.with_suffix(".cfg")
-    constants = {name: to_itf(v) for name, v in read_config(config).constants.items()}
-    what = f"{violation.kind}" + (f": {violation.invariant}" if violation.invariant else "")
-    meta = {"spec": str(spec), "config": str(config), "constants": constants}
-    return from_tlc(violation.trace, what, meta, violation.loops_back_to)
+        render(out, violation_path(result, spec, None), definition(spec, name) if name else None)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -121,9 +106,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     if (error := tlc_failure(result, args.spec, args.config or args.spec.with_suffix(".cfg"))) is not None:
         raise error
     if args.out is not None and result.violation is not None:
-        from conformance.counterexample import write_itf
+        from conformance.counterexample import violation_path, write_itf
 
-        write_itf(_violation_path(result, args.spec, args.config), args.out)
+        write_itf(violation_path(result, args.spec, args.config), args.out)
     if args.json:
         print(result.model_dump_json())
     else:
@@ -147,7 +132,15 @@ def cmd_conform(args: argparse.Namespace) -> int:
             on_phase=status.phase,
             wait=not args.no_wait,
         )
-    path = _first_mismatch(args, result)
+    from conformance.counterexample import first_mismatch_path, write_itf
+
+    path = first_mismatch_path(result, args.spec, args.config, args.run_dir, args.mutant)
+    if path is not None and args.out is not None:
+        write_itf(path, args.out)
+    if args.junit is not None:
+        from conformance.junit import conform_case, suite, write
+
+        write(args.junit, [suite(result.spec, [conform_case(result)])])
     if args.json:
         print(result.model_dump_json(exclude={"tlc"}))
         return 0 if result.holds else 1
@@ -185,27 +178,6 @@ def cmd_conform(args: argparse.Namespace) -> int:
         if args.out is not None:
             out.print(f"  trace: {args.out} (replay it: tidemark explain {args.out})")
     return 0 if result.holds else 1
-
-
-def _first_mismatch(args: argparse.Namespace, result: Any) -> Any:
-    """The shortest path to the first mismatch (written to --out), or None when every edge replays."""
-    if not result.examples:
-        return None
-    from conformance.conform import default_run_dir
-    from conformance.counterexample import mismatch_path, write_itf
-    from conformance.tlc.config import read_config
-    from conformance.tlc.values import to_itf
-
-    config = args.config or args.spec.with_suffix(".cfg")
-    constants = {name: to_itf(v) for name, v in read_config(config).constants.items()}
-    meta = {"spec": str(args.spec), "config": str(config), "constants": constants}
-    if args.mutant:
-        meta["mutant"] = args.mutant
-    graph = args.run_dir or default_run_dir(args.spec, config)
-    path = mismatch_path(graph, result.examples[0], meta)
-    if args.out is not None:
-        write_itf(path, args.out)
-    return path
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -247,6 +219,10 @@ def cmd_zoo(args: argparse.Namespace) -> int:
     with progress(not args.json) as status:
         status.phase("bug zoo: TLC on each spec variant, conformance on each mutant")
         report = run_zoo(args.run_dir, args.only, _tlc_options(args), on_entry=shown, wait=not args.no_wait)
+    if args.junit is not None:
+        from conformance.junit import suite, write, zoo_cases
+
+        write(args.junit, [suite("zoo", zoo_cases(report))])
     if args.json:
         print(report_json(report))
     else:
@@ -338,6 +314,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
             wait=not args.no_wait,
         )
         page = write_report(report, args.out)
+    if args.junit is not None:
+        from conformance.junit import verify_suites, write
+
+        write(args.junit, verify_suites(report))
     if args.json:
         print(report.model_dump_json())
     else:
@@ -404,6 +384,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     target = output_paths(args.out, scenario.name)[0]  # checked before the run
     result = run_scenario(scenario)
     diagram, page = write_outputs(result, target)
+    if args.junit is not None:
+        from conformance.junit import scenario_cases, suite, write
+
+        write(args.junit, [suite(f"scenario {result.name}", scenario_cases(result))])
     if args.json:
         print(json.dumps({**scenario_summary(result), "diagram": str(diagram), "page": str(page)}))
         return 0 if result.passed else 1

@@ -24,9 +24,11 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.markup import escape
 
+from conformance.conform import default_run_dir
 from conformance.errors import TidemarkError
 from conformance.replay import value_changes
-from conformance.tlc.output import TraceStep
+from conformance.tlc.config import read_config
+from conformance.tlc.output import TlcResult, TraceStep
 from conformance.tlc.values import (
     Record,
     Value,
@@ -35,6 +37,7 @@ from conformance.tlc.values import (
     state_from_itf,
     state_from_json,
     state_to_itf,
+    to_itf,
 )
 
 State = dict[str, Value]
@@ -80,6 +83,32 @@ def from_tlc(
         loop=loop,
         labels=[step.action for step in trace],
     )
+
+
+def model_meta(spec: Path, config: Path | None, mutant: str | None = None) -> dict[str, Any]:
+    """What `explain` needs to replay a path of this model: the spec, the config and its constants."""
+    config = config or spec.with_suffix(".cfg")
+    constants = {name: to_itf(v) for name, v in read_config(config).constants.items()}
+    meta: dict[str, Any] = {"spec": str(spec), "config": str(config), "constants": constants}
+    return meta | ({"mutant": mutant} if mutant else {})
+
+
+def violation_path(result: TlcResult, spec: Path, config: Path | None) -> Counterexample:
+    """TLC's counterexample as a path."""
+    violation = result.violation
+    assert violation is not None
+    what = f"{violation.kind}" + (f": {violation.invariant}" if violation.invariant else "")
+    return from_tlc(violation.trace, what, model_meta(spec, config), violation.loops_back_to)
+
+
+def first_mismatch_path(
+    result: Any, spec: Path, config: Path | None, run_dir: Path | None, mutant: str | None
+) -> Counterexample | None:
+    """`result`: a ConformResult. The shortest path to its first mismatch, None when every edge replays."""
+    if not result.examples:
+        return None
+    graph = run_dir or default_run_dir(spec, config or spec.with_suffix(".cfg"))
+    return mismatch_path(graph, result.examples[0], model_meta(spec, config, mutant))
 
 
 def definition(spec: Path, name: str) -> str | None:

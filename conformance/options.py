@@ -200,6 +200,23 @@ def itf_file(text: str) -> Path:
     return path
 
 
+def junit_file(text: str) -> Path:
+    """A JUnit XML report to write: a file name in an existing, writable directory."""
+    path = Path(text)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory: give a file name, e.g. results.xml")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is not a writable directory")
+    return path
+
+
+def _junit_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--junit", type=junit_file, metavar="FILE.xml", help="also write the verdicts as JUnit XML"
+    )
+
+
 def _trace_argument(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--out", type=itf_file, metavar="X.itf.json", help=f"write {what} as an ITF trace")
 
@@ -247,6 +264,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "--run-dir", type=_CONFORM_RUN, help="where the graph and results go (default runs/SPEC-CFG)"
     )
     conform.add_argument("--json", action="store_true", help="print one JSON object")
+    _junit_argument(conform)
     _trace_argument(conform, "the path from an initial state to the first mismatch")
     _no_wait_argument(conform)
     _tlc_arguments(conform)
@@ -292,6 +310,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "--run-dir", type=_ZOO_RUN, default=Path("runs/zoo"), help="configs and graphs (default runs/zoo)"
     )
     zoo.add_argument("--json", action="store_true", help="print one JSON object")
+    _junit_argument(zoo)
     _no_wait_argument(zoo)
     _tlc_arguments(zoo)
 
@@ -353,6 +372,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "(default reports/scenarios/NAME.mmd)",
     )
     scenario.add_argument("--json", action="store_true", help="print one JSON object")
+    _junit_argument(scenario)
 
     _audit_parser(commands)
 
@@ -376,6 +396,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     )
     verify.add_argument("--skip-zoo", action="store_true", help="leave out the bug zoo (tidemark zoo)")
     verify.add_argument("--json", action="store_true", help="print the VerifyReport as one JSON object")
+    _junit_argument(verify)
     _no_wait_argument(verify)
     _tlc_arguments(verify)
     return parser

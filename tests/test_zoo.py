@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from junitparser import JUnitXml
 
 from conformance import cli
 from conformance.errors import TidemarkError
@@ -87,8 +88,11 @@ def test_an_unknown_entry_is_bad_input(capsys: pytest.CaptureFixture[str]) -> No
 def test_cli_zoo_json_and_the_verify_report(
     quick: ZooReport, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["zoo", "--only", *QUICK, "--run-dir", str(tmp_path), "--json"]
+    junit = tmp_path / "zoo.xml"
+    argv = ["zoo", "--only", *QUICK, "--run-dir", str(tmp_path / "run"), "--json", "--junit", str(junit)]
     assert cli.main(argv) == 0
+    [suite] = JUnitXml.fromfile(str(junit))
+    assert [(case.name, case.is_passed) for case in suite] == [(name, True) for name in QUICK]
     data = json.loads(capsys.readouterr().out)
     assert data["all_caught"] is True
     assert [(e["name"], e["caught"], e["spec"]["caught"], e["impl"]["caught"]) for e in data["entries"]] == [
