@@ -12,10 +12,9 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -23,6 +22,7 @@ from rich.table import Table
 
 from conformance import options as opt
 from conformance.errors import Terminated, TidemarkError, exit_code
+from conformance.progress import Status, progress
 from conformance.scratch import signals_unwind
 from conformance.tlc.output import TlcResult
 from conformance.tlc.runner import TlcOptions
@@ -42,34 +42,8 @@ STANDARD_SPECS = [
 ]
 
 
-class Status:
-    """The one status line shown on stderr while a command runs: the current phase, or TLC's latest
-    progress message. Silent when output is not a terminal or the command prints JSON."""
-
-    def __init__(self, status: Any | None) -> None:
-        self._status = status
-        self._phase = "TLC starting…"
-
-    def line(self, text: str) -> None:
-        """A line of TLC's output: progress messages replace the status."""
-        if self._status is not None and text.startswith(
-            ("Progress(", "Finished computing", "Starting...", "Computing initial")
-        ):
-            self._status.update(f"{self._phase} — {text[:100]}")
-
-    def phase(self, text: str) -> None:
-        self._phase = text
-        if self._status is not None:
-            self._status.update(text)
-
-
-@contextmanager
-def progress(enabled: bool) -> Iterator[Status]:
-    if not enabled or not console.is_terminal:
-        yield Status(None)
-        return
-    with console.status("starting…") as status:
-        yield Status(status)
+def _progress(args: argparse.Namespace) -> AbstractContextManager[Status]:
+    return progress(console, json=args.json, quiet=args.quiet, verbose=args.verbose)
 
 
 def _tlc_options(args: argparse.Namespace) -> TlcOptions:
@@ -100,7 +74,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from conformance.tlc.output import parse_output, tlc_failure
     from conformance.tlc.runner import run_tlc
 
-    with progress(not args.json) as status:
+    with _progress(args) as status:
+        status.phase(f"model checking {args.spec} with TLC")
         run = run_tlc(args.spec, args.config, _tlc_options(args), status.line)
     result = parse_output(run, source=f"TLC on {args.spec}")
     if (error := tlc_failure(result, args.spec, args.config or args.spec.with_suffix(".cfg"))) is not None:
@@ -119,7 +94,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_conform(args: argparse.Namespace) -> int:
     from conformance.conform import conform
 
-    with progress(not args.json) as status:
+    with _progress(args) as status:
         result = conform(
             args.spec,
             args.config,
@@ -216,7 +191,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
         out.print(f"    spec (TLC): {escape(result.spec.describe())}")
         out.print(f"    impl (conformance): {escape(result.impl.describe())}")
 
-    with progress(not args.json) as status:
+    with _progress(args) as status:
         status.phase("bug zoo: TLC on each spec variant, conformance on each mutant")
         report = run_zoo(args.run_dir, args.only, _tlc_options(args), on_entry=shown, wait=not args.no_wait)
     if args.junit is not None:
@@ -235,7 +210,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from conformance.simulate import simulate
 
-    with progress(not args.json) as status:
+    with _progress(args) as status:
         result = simulate(
             args.spec,
             args.config,
@@ -300,7 +275,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from conformance.report import summary_table, write_report
     from conformance.verify import verify
 
-    with locked(args.out, wait=not args.no_wait), progress(not args.json) as status:
+    with locked(args.out, wait=not args.no_wait), _progress(args) as status:
         report = verify(
             STANDARD_SPECS,
             master=args.master,
@@ -311,6 +286,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             seed=args.seed,
             zoo=not args.skip_zoo,
             on_line=status.line,
+            on_phase=status.phase,
             wait=not args.no_wait,
         )
         page = write_report(report, args.out)
@@ -569,9 +545,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logger = logging.getLogger("tidemark")
     if not any(isinstance(handler, _Notices) for handler in logger.handlers):
         logger.addHandler(_Notices())
-        logger.setLevel(logging.INFO)
     try:
         args = opt.build_parser(__doc__.splitlines()[0] if __doc__ else None).parse_args(argv)
+        logger.setLevel(logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO)
         with signals_unwind():  # SIGTERM unwinds the run like Ctrl-C
             code: int = COMMANDS[args.command](args)
     except BaseException as error:  # every way a command ends maps to an exit code, in one place

@@ -10,7 +10,9 @@ conformance/scenarios/outputs.py, before the scenario runs.)
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
+import platform
 import re
 import tempfile
 from collections.abc import Callable
@@ -241,6 +243,7 @@ _ZOO_RUN = run_dir(LOCK_FILE, "configs", "graphs")
 
 def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tidemark", description=description)
+    parser.add_argument("--version", action="version", version=version_text())
     commands = parser.add_subparsers(dest="command", required=True)
 
     check = commands.add_parser("check", help="model-check a spec with TLC")
@@ -399,7 +402,26 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     _junit_argument(verify)
     _no_wait_argument(verify)
     _tlc_arguments(verify)
+    for command in commands.choices.values():
+        _verbosity_arguments(command)
     return parser
+
+
+def _verbosity_arguments(parser: argparse.ArgumentParser) -> None:
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument("-q", "--quiet", action="store_true", help="print errors only, no progress")
+    loudness.add_argument(
+        "-v", "--verbose", action="store_true", help="also pass TLC's output and debug notices through"
+    )
+
+
+def version_text() -> str:
+    """tidemark's version, and the Python running it."""
+    try:
+        version = importlib.metadata.version("tidemark")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        version = "unknown (not installed)"
+    return f"tidemark {version} (Python {platform.python_version()})"
 
 
 def _audit_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
