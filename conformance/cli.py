@@ -15,7 +15,9 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -44,6 +46,14 @@ STANDARD_SPECS = [
 
 def _progress(args: argparse.Namespace) -> AbstractContextManager[Status]:
     return progress(console, json=args.json, quiet=args.quiet, verbose=args.verbose)
+
+
+def _emit(payload: BaseModel | dict[str, Any], code: int, exclude: set[str] | None = None) -> int:
+    """The command's one JSON object, with whether its check holds and the exit code it returns (the
+    same verdict as the code, always), and return that code."""
+    data = payload.model_dump(mode="json", exclude=exclude) if isinstance(payload, BaseModel) else payload
+    print(json.dumps({**data, "holds": code == 0, "exit_code": code}))
+    return code
 
 
 def _tlc_options(args: argparse.Namespace) -> TlcOptions:
@@ -85,9 +95,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         write_itf(violation_path(result, args.spec, args.config), args.out)
     if args.json:
-        print(result.model_dump_json())
-    else:
-        _print_tlc(result, args.spec)
+        return _emit(result, 0 if result.outcome == "ok" else 1)
+    _print_tlc(result, args.spec)
     return 0 if result.outcome == "ok" else 1
 
 
@@ -117,8 +126,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
 
         write(args.junit, [suite(result.spec, [conform_case(result)])])
     if args.json:
-        print(result.model_dump_json(exclude={"tlc"}))
-        return 0 if result.holds else 1
+        return _emit(result, 0 if result.holds else 1, exclude={"tlc"})
     if result.tlc is not None and result.outcome != "ok":
         _print_tlc(result.tlc, args.spec)
         return 1
@@ -160,8 +168,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     result = explain(args.trace, args.spec, args.config, args.mutant, correct=args.correct)
     if args.json:
-        print(result.model_dump_json())
-        return 0 if result.holds else 1
+        return _emit(result, 0 if result.holds else 1)
     who = f"mutant {result.mutant}" if result.mutant else "the implementation"
     out.print(f"[bold]{escape(result.trace)}[/] ({result.spec}) on {who}:")
     for step in result.steps:
@@ -199,7 +206,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
         write(args.junit, [suite("zoo", zoo_cases(report))])
     if args.json:
-        print(report_json(report))
+        return _emit(json.loads(report_json(report)), 0 if report.all_caught else 1)
     else:
         caught = sum(r.caught for r in report.entries)
         style = "green" if report.all_caught else "red"
@@ -224,8 +231,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             on_line=status.line,
         )
     if args.json:
-        print(result.model_dump_json(exclude={"tlc"}))
-    elif result.tlc is not None and result.outcome != "ok":
+        return _emit(result, 0 if result.holds else 1, exclude={"tlc"})
+    if result.tlc is not None and result.outcome != "ok":
         _print_tlc(result.tlc, args.spec)
     else:
         style = "green" if result.holds else "red"
@@ -250,7 +257,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
 
     report = prove_counter(args.k)
     if args.json:
-        print(report.model_dump_json())
+        return _emit(report, 0 if report.all_primary_proved and report.backup_refuted else 1)
     else:
         table = Table("operation", "case", "role", "claim", "status", "s")
         for ob in report.obligations:
@@ -295,7 +302,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
         write(args.junit, verify_suites(report))
     if args.json:
-        print(report.model_dump_json())
+        return _emit(report, 0 if report.holds else 1)
     else:
         failing = [spec.spec for spec in report.specs if not spec.holds]
         if report.zoo is not None and not report.zoo.all_caught:
@@ -327,8 +334,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     spec, config = resolve_model(traces, args.spec, args.config)
     report = validate_traces(traces, spec, config, _tlc_options(args))
     if args.json:
-        print(report.model_dump_json())
-        return 0 if report.holds else 1
+        return _emit(report, 0 if report.holds else 1)
     style = "green" if report.holds else "red"
     out.print(
         f"[bold]{escape(str(args.traces))}[/]: [{style}]{report.accepted}/{report.traces} traces accepted[/]"
@@ -365,8 +371,8 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 
         write(args.junit, [suite(f"scenario {result.name}", scenario_cases(result))])
     if args.json:
-        print(json.dumps({**scenario_summary(result), "diagram": str(diagram), "page": str(page)}))
-        return 0 if result.passed else 1
+        summary = {**scenario_summary(result), "diagram": str(diagram), "page": str(page)}
+        return _emit(summary, 0 if result.passed else 1)
     out.print(timeline_table(result))
     for check in result.checks:
         if not check.holds:
@@ -435,8 +441,7 @@ def cmd_affinity(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        print(json.dumps({"partitions": args.partitions, "nodes": args.nodes, "keys": rows}))
-        return 0
+        return _emit({"partitions": args.partitions, "nodes": args.nodes, "keys": rows}, 0)
     table = Table("key", "partition", "primary", "backups")
     for row in rows:
         table.add_row(str(row["key"]), str(row["partition"]), str(row["primary"]), ", ".join(row["backups"]))
@@ -486,7 +491,7 @@ def cmd_distribution(args: argparse.Namespace) -> int:
     with locked(args.out):  # runs side by side publish whole sets of files, one after the other
         files = write_distribution_artifacts(report, args.out)
     if args.json:
-        print(report.model_dump_json(exclude={"trials"}))
+        return _emit(report, 0, exclude={"trials"})
     else:
         out.print(markdown_table(report))
         out.print(f"written: {', '.join(str(f) for f in files)}")
