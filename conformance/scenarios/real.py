@@ -57,17 +57,24 @@ def scenario_on_system(scenario: ScenarioFile, args: argparse.Namespace, console
     reason = cannot_run(scenario, system)
     if reason is not None:
         if as_json:
-            print(json.dumps({"name": scenario.name, "system": system, "run": False, "reason": reason}))
+            not_run = {"name": scenario.name, "system": system, "run": False, "reason": reason}
+            print(json.dumps({**not_run, "holds": True, "exit_code": 0}))
         else:
             console.print(f"[bold]{escape(scenario.name)}[/] is not run on {system}: {escape(reason)}")
         return 0
     target = output_paths(out, f"{scenario.name}-{system}")[0]  # checked before the run
     result = run_on_system(scenario, system, version=version)
     diagram, page = write_outputs(result.real, target)
+    code = 0 if result.passed else 1
+    if getattr(args, "junit", None) is not None:  # the real run's expectations, one case each
+        from conformance.junit import scenario_cases, suite, write
+
+        write(args.junit, [suite(f"scenario {scenario.name} on {system}", scenario_cases(result.real))])
     if as_json:
         summary = side_by_side_summary(result, system)
-        print(json.dumps({**summary, "run": True, "diagram": str(diagram), "page": str(page)}))
-        return 0 if result.passed else 1
+        paths = {"diagram": str(diagram), "page": str(page)}
+        print(json.dumps({**summary, "run": True, **paths, "holds": code == 0, "exit_code": code}))
+        return code
     console.print(side_by_side_table(result, system))
     for check in result.failing_checks:
         console.print(
@@ -85,4 +92,4 @@ def scenario_on_system(scenario: ScenarioFile, args: argparse.Namespace, console
         f" {len(result.explained_checks)} expectations differ as noted, {len(result.failing_checks)} fail;"
         f" diagram {escape(str(diagram))}, timeline {escape(str(page))}"
     )
-    return 0 if result.passed else 1
+    return code
