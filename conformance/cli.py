@@ -39,6 +39,7 @@ STANDARD_SPECS = [
     Path("spec/TxCounters.tla"),
     Path("spec/PME.tla"),
     Path("spec/HazelcastAntiEntropy.tla"),
+    Path("spec/NCachePartitionReplica.tla"),
 ]
 
 
