@@ -24,7 +24,7 @@ from rich.table import Table
 from conformance import options as opt
 from conformance.errors import Terminated, TidemarkError, exit_code
 from conformance.scratch import signals_unwind
-from conformance.tlc.output import TlcResult
+from conformance.tlc.output import TlcResult, TraceStep
 from conformance.tlc.runner import TlcOptions
 
 # soft_wrap: paths and messages are never broken mid-word when output is not a terminal.
@@ -77,9 +77,13 @@ def _tlc_options(args: argparse.Namespace) -> TlcOptions:
     return TlcOptions(workers=args.workers, timeout=args.timeout, heap=args.heap)
 
 
-def _print_tlc(result: TlcResult, spec: Path) -> None:
-    style = "green" if result.outcome == "ok" else "red"
-    out.print(f"[bold]{spec}[/]: [{style}]{result.outcome}[/]")
+def _print_tlc(
+    result: TlcResult, spec: Path, config: Path | None = None, documented: str | None = None, ok: bool = True
+) -> None:
+    style = "green" if ok else "red"
+    model = f" ({config})" if config is not None else ""
+    verdict = documented if documented is not None else result.outcome
+    out.print(f"[bold]{spec}[/]{model}: [{style}]{verdict}[/]")
     table = Table(show_header=False, box=None, pad_edge=False)
     for label, value in (
         ("distinct states", result.distinct_states),
@@ -97,23 +101,55 @@ def _print_tlc(result: TlcResult, spec: Path) -> None:
             f" after {len(violation.trace)} states"
         )
         for step in violation.trace:
-            out.print(f"  [cyan]{step.index}. {step.action}[/]")
+            out.print(f"  [cyan]{step.index}. {escape(_step_text(step))}[/]")
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def _run_check(spec: Path, config: Path | None, args: argparse.Namespace) -> TlcResult:
     from conformance.tlc.output import parse_output, tlc_failure
     from conformance.tlc.runner import run_tlc
 
     with progress(not args.json) as status:
-        run = run_tlc(args.spec, args.config, _tlc_options(args), status.line)
-    result = parse_output(run, source=f"TLC on {args.spec}")
-    if (error := tlc_failure(result, args.spec, args.config or args.spec.with_suffix(".cfg"))) is not None:
+        run = run_tlc(spec, config, _tlc_options(args), status.line)
+    result = parse_output(run, source=f"TLC on {spec}")
+    if (error := tlc_failure(result, spec, config or spec.with_suffix(".cfg"))) is not None:
         raise error
+    return result
+
+
+def _step_text(step: TraceStep) -> str:
+    """A counterexample step: TLC's action name, with the scalar parameters of the spec's `action`
+    variable when it keeps one (e.g. "Leave graceful=False node=n1")."""
+    action = step.state.get("action")
+    if not isinstance(action, dict) or action.get("name") != step.action:
+        return step.action
+    params = [f"{k}={v}" for k, v in sorted(action.items()) if k != "name" and isinstance(v, str | int)]
+    return " ".join([step.action, *params])
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """The model given (or the standard one and then every documented-violation model next to the spec,
+    conformance/expectations.py): each must hold, or violate exactly what it documents."""
+    from conformance.expectations import documented_models, expectation, verdict
+
+    configs = [args.config] if args.config else [None, *documented_models(args.spec)]
+    holds, shown = True, []
+    for config in configs:
+        result = _run_check(args.spec, config, args)
+        expected = expectation(config) if config is not None else None
+        if expected is None:
+            ok, words = result.outcome == "ok", None
+        else:
+            ok, words = verdict(expected, result)
+        holds = holds and ok
+        fields = result.model_dump(mode="json")
+        if expected is not None:
+            fields["documented"] = {"violated": expected.violated, "as_documented": ok, "verdict": words}
+        shown.append({"config": str(config or args.spec.with_suffix(".cfg")), **fields})
+        if not args.json:
+            _print_tlc(result, args.spec, config, words, ok)
     if args.json:
-        print(result.model_dump_json())
-    else:
-        _print_tlc(result, args.spec)
-    return 0 if result.outcome == "ok" else 1
+        print(json.dumps(shown[0] if len(shown) == 1 else {"models": shown, "holds": holds}))
+    return 0 if holds else 1
 
 
 def cmd_conform(args: argparse.Namespace) -> int:
