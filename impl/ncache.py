@@ -8,7 +8,9 @@ joined after it (the last member's on the first). Steps carry the spec's action 
 logged on the old owner and replayed before the switch), `leave` (Leave: graceful or abrupt; transfers to
 the leaver revert, its buckets are orphaned and served by its replica), `pull_orphan` (PullOrphan),
 `write` (Write: replicated synchronously or queued), `replication_failure` (ReplicationFailure: a
-synchronous write undone on both), `replicate` (Replicate: the head of an owner's queue) and `done`.
+synchronous write undone on both), `replicate` (Replicate: the head of an owner's queue), `split`,
+`loser_write` and `merge` (Split, LoserWrite, Merge: a split-brain that cuts one member off, writes the
+loser acknowledges, and the merge that discards them) and `done`.
 
 Every step returns a new cluster; a step that is not enabled raises StepNotEnabled. Nothing here does I/O.
 """
@@ -16,7 +18,7 @@ Every step returns a new cluster; a step that is not enabled raises StepNotEnabl
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 BUCKETS = 1000  # NCache's bucket count
@@ -98,6 +100,8 @@ class NCacheCluster:
     active: Mapping[str, Store]
     replica: Mapping[str, Store]
     queue: Mapping[str, tuple[tuple[int, int], ...]]  # per member: (key, value) waiting for replication
+    cut: str | None = None  # the member a split-brain cut off (the loser, serving alone)
+    cut_store: Store = field(default_factory=dict)  # what the cut-off member holds and writes meanwhile
 
     @classmethod
     def initial(cls, config: NCacheConfig) -> NCacheCluster:
@@ -353,10 +357,14 @@ class NCacheCluster:
         )
 
     def leave(self, node: str, graceful: bool) -> NCacheCluster:
-        """node leaves (graceful: its queue is flushed first; abrupt: the queue is lost). Transfers to it
-        revert; its buckets are orphaned - served from its replica holder (those already served from its
-        own replica store are lost) - and handed to the members below the share."""
+        """node leaves (graceful: its queue is flushed first; abrupt: the queue is lost)."""
         self._require(node in self.members and len(self.members) > 1, f"Leave({node})")
+        return self._depart(node, graceful)
+
+    def _depart(self, node: str, graceful: bool) -> NCacheCluster:
+        """The cluster without node: transfers to it revert; its buckets are orphaned - served from its
+        replica holder (those already served from its own replica store are lost) - and handed to the
+        members below the share."""
         members = tuple(x for x in self.members if x != node)
         holder = self.replica_holder(node)
         assert holder is not None
@@ -394,6 +402,30 @@ class NCacheCluster:
             queue={**self.queue, node: ()},
         )
 
+    # --- split-brain -------------------------------------------------------------------------------------
+
+    def loses(self, node: str) -> bool:
+        """Whether a split cutting node off leaves it the loser: the rest is larger, or on a tie the rest's
+        coordinator has the lower address (the oldest member is the lowest here)."""
+        return len(self.members) > 2 or node != self.members[0]
+
+    def split(self, node: str) -> NCacheCluster:
+        """The network cuts node off: the rest goes on as if it had left abruptly; node goes on serving
+        the clients connected to it from what it holds."""
+        ok = self.cut is None and node in self.members and len(self.members) > 1 and self.loses(node)
+        self._require(ok, f"Split({node})")
+        return replace(self._depart(node, graceful=False), cut=node, cut_store=self.active[node])
+
+    def loser_write(self, key: int, value: int) -> NCacheCluster:
+        """A client connected to the cut-off member writes there (and is acknowledged)."""
+        self._require(self.cut is not None, "LoserWrite")
+        return replace(self, cut_store={**self.cut_store, key: value})
+
+    def merge(self) -> NCacheCluster:
+        """Connectivity returns: the loser restarts to rejoin the winner; its data is discarded."""
+        self._require(self.cut is not None, "Merge")
+        return replace(self, cut=None, cut_store={})
+
     def done(self) -> NCacheCluster:
         """The terminal step: nothing in flight."""
         self._require(self.quiet, "Done")
@@ -418,6 +450,14 @@ class NCacheCluster:
             for x in self.members:
                 yield Step("Leave", node=x, graceful=True)
                 yield Step("Leave", node=x, graceful=False)
+        if self.cut is None and len(self.members) > 1:
+            for x in self.members:
+                if self.loses(x):
+                    yield Step("Split", node=x)
+        if self.cut is not None:
+            for k in sorted(keys):
+                yield Step("LoserWrite", key=k, value=value)
+            yield Step("Merge", node=self.cut)
         for b in self.buckets:
             if self.status[b] == NEED_TRANSFER and self.temp[b] is not None:
                 yield Step("StartTransfer", bucket=b)
@@ -446,6 +486,13 @@ class NCacheCluster:
                     return self.end_transfer(_given(step.bucket))
                 case "PullOrphan":
                     return self.pull_orphan(_given(step.bucket))
+                case "Split":
+                    return self.split(_given(step.node))
+                case "LoserWrite":
+                    return self.loser_write(_given(step.key), _given(step.value))
+                case "Merge":
+                    self._require(step.node == self.cut, "Merge")
+                    return self.merge()
                 case "Done":
                     return self.done()
         except (KeyError, IndexError) as error:

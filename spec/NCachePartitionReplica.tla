@@ -36,14 +36,22 @@
 (* replica serves it. Replicas are re-pulled from their actives on every   *)
 (* membership change.                                                      *)
 (*                                                                         *)
+(* Split-brain: the network cuts one member off (Split); the rest - the   *)
+(* larger side, or on a tie the side whose coordinator has the lowest      *)
+(* address - goes on as if it had left abruptly, while the loser goes on   *)
+(* serving its clients alone (LoserWrite); when connectivity returns the   *)
+(* loser restarts and its data is discarded (Merge).                       *)
+(*                                                                         *)
 (* Loss windows NCache documents, checked as known violations of           *)
 (* AckedWritesSurvive (one model each, see the -loss-*.cfg files and       *)
 (* docs/ncache.md): asynchronous replication and an abrupt leave; a second *)
-(* leave while the first leave's buckets are still served from a replica.  *)
+(* leave while the first leave's buckets are still served from a replica;  *)
+(* the writes a split-brain loser acknowledged.                            *)
 (*                                                                         *)
 (* Simplifications: nodes join once, in the order n1, n2, ...; a join is   *)
 (* admitted when every bucket is functional; a bucket is copied in one     *)
-(* step; the replica rebuild at a membership change is one step; a bucket  *)
+(* step; the replica rebuild at a membership change is one step; a split   *)
+(* cuts off one member, which does not rejoin; a bucket                    *)
 (* owned by the leaver that was in transfer is orphaned like the others    *)
 (* (NCache 5.x); the weight is the number of entries (NCache: bytes).      *)
 (***************************************************************************)
@@ -55,11 +63,12 @@ CONSTANTS
     Keys,         \* integer keys (their own hash) a write may hit, e.g. {0, 2147483647}: bucket 0 and the last
     Sync,         \* TRUE: synchronous replication; FALSE: asynchronous
     MaxWrites,    \* writes (acknowledged or failed) in a behavior; write n writes value n, e.g. 2
-    MaxLeaves     \* leaves (graceful or abrupt) in a behavior, e.g. 1
+    MaxLeaves,    \* leaves (graceful or abrupt) in a behavior, e.g. 1
+    MaxSplits     \* split-brains in a behavior (one member cut off each), e.g. 0
 
 ASSUME /\ NodeCount \in Nat \ {0} /\ BucketCount \in Nat \ {0} /\ Keys # {}
        /\ \A k \in Keys : k \in 0..2147483647
-       /\ Sync \in BOOLEAN /\ MaxWrites \in Nat /\ MaxLeaves \in Nat
+       /\ Sync \in BOOLEAN /\ MaxWrites \in Nat /\ MaxLeaves \in Nat /\ MaxSplits \in Nat
 
 VARIABLES
     members,  \* live members in join order, the coordinator first, e.g. <<"n1", "n3">>
@@ -75,10 +84,14 @@ VARIABLES
     acked,    \* acked[k] (ghost): the last acknowledged value of k, 0 for none
     writes,   \* writes so far (the last value written), e.g. 2
     leaves,   \* leaves so far, e.g. 1
+    cut,      \* the member a split-brain cut off (the loser, serving alone), or "none"
+    cutStore, \* cutStore[k]: the value of k the cut-off member holds, 0 for none
+    splits,   \* splits so far, e.g. 1
     action    \* the step taken, e.g. [name |-> "Write", key |-> 0, value |-> 1]
 
-vars == <<members, left, owner, temp, status, orphan, logged, active, replica, queue, acked, writes, leaves,
-          action>>
+protocolVars == <<members, left, owner, temp, status, orphan, logged, active, replica, queue>>
+splitVars == <<cut, cutStore, splits>>
+vars == <<protocolVars, acked, writes, leaves, splitVars, action>>
 
 Node(i) == "n" \o ToString(i)
 Nodes == {Node(i) : i \in 1..NodeCount}
@@ -178,6 +191,9 @@ Init ==
     /\ acked = Empty
     /\ writes = 0
     /\ leaves = 0
+    /\ cut = None
+    /\ cutStore = Empty
+    /\ splits = 0
     /\ action = [name |-> "Init"]
 
 -----------------------------------------------------------------------------
@@ -291,11 +307,11 @@ PullOrphan(b) ==
     /\ action' = [name |-> "PullOrphan", bucket |-> b]
     /\ UNCHANGED <<members, left, owner, temp, logged, queue, acked, writes, leaves>>
 
-\* Member x leaves (not the last one). Graceful: its queue is flushed to its replica holder first.
-\* Buckets in transfer to x revert; x's buckets are orphaned, served from x's replica holder (those
+\* Member x departs the cluster (not the last one). Graceful: its queue is flushed to its replica holder
+\* first. Buckets in transfer to x revert; x's buckets are orphaned, served from x's replica holder (those
 \* already served from x's replica are lost) and handed to the members below the share.
-Leave(x, graceful) ==
-    /\ x \in Live /\ Len(members) > 1 /\ leaves < MaxLeaves
+Depart(x, graceful) ==
+    /\ x \in Live /\ Len(members) > 1
     /\ LET ms == SelectSeq(members, LAMBDA y : y # x)
            holder == ReplicaHolder(x, members)
            flushed == IF graceful
@@ -325,9 +341,47 @@ Leave(x, graceful) ==
           /\ replica' = Rebuilt(ms, own, orph, [replica EXCEPT ![holder] = flushed])
     /\ left' = left \cup {x}
     /\ queue' = [queue EXCEPT ![x] = <<>>]
+
+Leave(x, graceful) ==
+    /\ leaves < MaxLeaves
+    /\ Depart(x, graceful)
     /\ leaves' = leaves + 1
     /\ action' = [name |-> "Leave", node |-> x, graceful |-> graceful]
-    /\ UNCHANGED <<acked, writes>>
+    /\ UNCHANGED <<acked, writes, splitVars>>
+
+-----------------------------------------------------------------------------
+(* Split-brain                                                              *)
+
+\* The network cuts member x off. The rest - the larger sub-cluster, or on a tie the one whose coordinator
+\* has the lowest address - goes on as if x had left abruptly; x, alone, goes on serving the clients
+\* connected to it from what it holds.
+Loses(x) == Len(members) > 2 \/ x # members[1]
+
+Split(x) ==
+    /\ cut = None /\ splits < MaxSplits /\ Loses(x)
+    /\ Depart(x, FALSE)
+    /\ cut' = x
+    /\ cutStore' = active[x]
+    /\ splits' = splits + 1
+    /\ action' = [name |-> "Split", node |-> x]
+    /\ UNCHANGED <<acked, writes, leaves>>
+
+\* A client connected to the cut-off member writes k there: acknowledged.
+LoserWrite(k) ==
+    /\ cut # None /\ writes < MaxWrites
+    /\ cutStore' = [cutStore EXCEPT ![k] = writes + 1]
+    /\ acked' = [acked EXCEPT ![k] = writes + 1]
+    /\ writes' = writes + 1
+    /\ action' = [name |-> "LoserWrite", key |-> k, value |-> writes + 1]
+    /\ UNCHANGED <<protocolVars, cut, splits, leaves>>
+
+\* Connectivity returns: the loser restarts to rejoin the winner, its data discarded (it stays out here).
+Merge ==
+    /\ cut # None
+    /\ cut' = None
+    /\ cutStore' = Empty
+    /\ action' = [name |-> "Merge", node |-> cut]
+    /\ UNCHANGED <<protocolVars, splits, acked, writes, leaves>>
 
 \* Nothing in flight: every bucket functional, every queue sent. The terminal step (a model with bounded
 \* writes and leaves ends here; anything else that stops is a deadlock).
@@ -339,11 +393,17 @@ Done ==
     /\ UNCHANGED <<members, left, owner, temp, status, orphan, logged, active, replica, queue, acked, writes,
                    leaves>>
 
-Next ==
+Protocol ==
     \/ Done
     \/ \E k \in Keys : Write(k) \/ ReplicationFailure(k)
-    \/ \E x \in Nodes : Replicate(x) \/ Join(x) \/ Leave(x, TRUE) \/ Leave(x, FALSE)
+    \/ \E x \in Nodes : Replicate(x) \/ Join(x)
     \/ \E b \in Buckets : StartTransfer(b) \/ EndTransfer(b) \/ PullOrphan(b)
+
+Next ==
+    \/ Protocol /\ UNCHANGED splitVars
+    \/ \E x \in Nodes : Leave(x, TRUE) \/ Leave(x, FALSE) \/ Split(x)
+    \/ \E k \in Keys : LoserWrite(k)
+    \/ Merge
 
 Spec == Init /\ [][Next]_vars
 
@@ -358,6 +418,7 @@ TypeOK ==
     /\ logged \in [Buckets -> SUBSET Keys]
     /\ active \in [Nodes -> [Keys -> 0..MaxWrites]] /\ replica \in [Nodes -> [Keys -> 0..MaxWrites]]
     /\ acked \in [Keys -> 0..MaxWrites] /\ writes <= MaxWrites /\ leaves <= MaxLeaves
+    /\ cut \in Nodes \cup {None} /\ cutStore \in [Keys -> 0..MaxWrites] /\ splits <= MaxSplits
 
 \* Every bucket has exactly one permanent owner, a live member; a temporary owner is another live member.
 OneOwner ==

@@ -24,6 +24,7 @@ from impl.ncache import NCacheCluster
 SPEC = Path("spec/NCachePartitionReplica.tla")
 STANDARD = Path("spec/NCachePartitionReplica.cfg")
 ASYNC = Path("tests/models/NCachePartitionReplica-async.cfg")
+SPLIT = Path("tests/models/NCachePartitionReplica-split.cfg")
 NCACHE_ZOO = [
     "log-not-replayed", "map-not-consulted-in-transfer", "replica-on-itself", "leave-keeps-transfers",
 ]  # fmt: skip
@@ -55,6 +56,12 @@ def test_every_edge_of_the_async_model_replays(tmp_path: Path) -> None:
     assert result.coverage["Replicate"] > 0 and "ReplicationFailure" not in result.coverage
 
 
+def test_every_edge_of_the_split_brain_model_replays(tmp_path: Path) -> None:
+    result = conform(SPEC, SPLIT, local=True, run_dir=tmp_path / "run")
+    assert result.holds and result.edges_replayed == result.edges > 1_000
+    assert all(result.coverage[name] > 0 for name in ("Split", "LoserWrite", "Merge"))
+
+
 def test_concretize_and_abstract_are_inverse_on_every_state(standard_graph: Path) -> None:
     mapping = mapping_for("NCachePartitionReplica", read_config(STANDARD).constants)
     for text in pq.read_table(standard_graph / "states.parquet").to_pydict()["state"]:
@@ -67,7 +74,7 @@ def test_the_spec_starts_where_the_cluster_starts(standard_graph: Path) -> None:
     states = pq.read_table(standard_graph / "states.parquet").to_pydict()
     [initial] = [s for s, init in zip(states["state"], states["initial"], strict=True) if init]
     cluster = NCacheCluster.initial(mapping.config)  # type: ignore[attr-defined]
-    replay = NcReplay(cluster, {}, 0, 0, Record(name="Init"))
+    replay = NcReplay(cluster, {}, 0, 0, 0, Record(name="Init"))
     assert canonical_json(state_to_itf(mapping.abstract(replay))) == initial
 
 
@@ -79,11 +86,12 @@ def test_check_reports_the_loss_windows_as_documented(capsys: pytest.CaptureFixt
     assert [Path(w["config"]).name for w in windows] == [
         "NCachePartitionReplica-loss-async.cfg",
         "NCachePartitionReplica-loss-double-leave.cfg",
+        "NCachePartitionReplica-loss-split.cfg",
     ]
     for window in windows:
         assert window["documented"]["as_documented"]
         assert window["violation"]["invariant"] == "AckedWritesSurvive"
-        assert any(step["action"] == "Leave" for step in window["violation"]["trace"])
+        assert {"Leave", "Split"} & {step["action"] for step in window["violation"]["trace"]}
 
 
 def test_check_fails_when_a_documented_loss_does_not_happen(

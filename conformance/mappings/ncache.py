@@ -7,8 +7,9 @@ BucketCount and Sync. Variables map one to one: members (a sequence), left, owne
 orphan / logged (functions of the bucket; "none" for no member), active and replica (member -> key -> value
 over every key of the model, 0 for none) and queue (member -> sequence of [key, value]).
 
-Spec-level rules kept here: MaxWrites bounds Write and ReplicationFailure (write n writes value n), only a
-Write is acknowledged, MaxLeaves bounds Leave.
+Spec-level rules kept here: MaxWrites bounds Write, ReplicationFailure and LoserWrite (write n writes value
+n), a Write or a LoserWrite is acknowledged, MaxLeaves bounds Leave, MaxSplits bounds Split. The cut-off
+member of a split-brain and its store are `cut` and `cutStore`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from impl.ncache import NCacheCluster, NCacheConfig, Step, StepNotEnabled, Store
 
 NONE = "none"
 SPEC = "NCachePartitionReplica"
+WRITES = ("Write", "ReplicationFailure", "LoserWrite")  # each spends a write number
+ACKNOWLEDGED = ("Write", "LoserWrite")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class NcReplay:
     acked: Mapping[int, int]
     writes: int
     leaves: int
+    splits: int
     action: Value
 
 
@@ -83,11 +87,12 @@ class NCacheMapping:
             self.keys = frozenset(_int(k) for k in _set(constants["Keys"]))
             self.max_writes = _int(constants["MaxWrites"])
             self.max_leaves = _int(constants["MaxLeaves"])
+            self.max_splits = _int(constants["MaxSplits"])
         except (KeyError, ReplayError, ValueError) as error:
             raise TidemarkError(
                 f"model constants do not fit {SPEC}: {error}",
                 source=f"{SPEC} model",
-                expected="NodeCount, BucketCount, Keys, Sync, MaxWrites, MaxLeaves",
+                expected="NodeCount, BucketCount, Keys, Sync, MaxWrites, MaxLeaves, MaxSplits",
             ) from error
         self.cluster_class = cluster_class
 
@@ -119,9 +124,12 @@ class NCacheMapping:
             active={n: self._store(_field(state["active"], n)) for n in nodes},
             replica={n: self._store(_field(state["replica"], n)) for n in nodes},
             queue={n: self._queue(_field(state["queue"], n)) for n in nodes},
+            cut=_member(state["cut"]),
+            cut_store=self._store(state["cutStore"]),
         )
         acked = self._store(state["acked"])
-        return NcReplay(cluster, acked, _int(state["writes"]), _int(state["leaves"]), state["action"])
+        counts = (_int(state["writes"]), _int(state["leaves"]), _int(state["splits"]))
+        return NcReplay(cluster, acked, *counts, state["action"])
 
     def abstract(self, impl: NcReplay) -> State:
         c = impl.cluster
@@ -142,6 +150,9 @@ class NCacheMapping:
             "acked": self._total(impl.acked),
             "writes": impl.writes,
             "leaves": impl.leaves,
+            "cut": c.cut or NONE,
+            "cutStore": self._total(c.cut_store),
+            "splits": impl.splits,
             "action": impl.action,
         }
 
@@ -149,10 +160,12 @@ class NCacheMapping:
 
     def _allowed(self, step: Step, impl: NcReplay) -> bool:
         """The model's budgets on top of the cluster's guards."""
-        if step.name in ("Write", "ReplicationFailure"):
+        if step.name in WRITES:
             return impl.writes < self.max_writes
         if step.name == "Leave":
             return impl.leaves < self.max_leaves
+        if step.name == "Split":
+            return impl.splits < self.max_splits
         return True
 
     def enabled(self, impl: NcReplay) -> set[Value]:
@@ -163,7 +176,7 @@ class NCacheMapping:
         step = step_of(action)
         if not self._allowed(step, impl):
             raise ReplayError(f"{step.name}: the model's bound is reached")
-        written = step.name in ("Write", "ReplicationFailure")
+        written = step.name in WRITES
         if written and step.value != impl.writes + 1:
             raise ReplayError(f"write number {impl.writes + 1} writes that value, not {step.value}")
         if step.key is not None and step.key not in self.keys:
@@ -173,9 +186,10 @@ class NCacheMapping:
         except StepNotEnabled as error:
             raise ReplayError(str(error)) from error
         acked = impl.acked
-        if step.name == "Write" and step.key is not None and step.value is not None:
+        if step.name in ACKNOWLEDGED and step.key is not None and step.value is not None:
             acked = {**acked, step.key: step.value}
-        return NcReplay(after, acked, impl.writes + written, impl.leaves + (step.name == "Leave"), action)
+        leaves, splits = impl.leaves + (step.name == "Leave"), impl.splits + (step.name == "Split")
+        return NcReplay(after, acked, impl.writes + written, leaves, splits, action)
 
 
 def build(constants: Mapping[str, Value], mutant: str | None = None) -> NCacheMapping:
