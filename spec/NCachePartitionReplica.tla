@@ -439,6 +439,7 @@ Routed == \A b \in Buckets : Route(b) \in Live
 \* No member holds its own replica.
 ReplicaElsewhere == \A x \in Live : ReplicaHolder(x, members) # x
 
-\* Every acknowledged write is where the cluster serves its key from (sync replication, one leave).
+\* Every acknowledged write is where the cluster serves its key from. Holds with synchronous replication,
+\* at most one leave and no split; each loss window (the -loss-*.cfg models) breaks one of these premises.
 AckedWritesSurvive == \A k \in Keys : Store(BucketOf(k))[k] = acked[k]
 =============================================================================

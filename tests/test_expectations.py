@@ -15,7 +15,7 @@ EXPECTED = Expectation(config="m.cfg", violated="AckedWritesSurvive")
 
 def result(outcome: Outcome, invariant: str | None = None) -> TlcResult:
     violation = Violation(kind=outcome, invariant=invariant) if invariant else None
-    return TlcResult(outcome=outcome, exit_code=0, seconds=1.0, violation=violation)
+    return TlcResult(outcome=outcome, tlc_exit_code=0, seconds=1.0, violation=violation)
 
 
 def test_the_directive_names_the_property(tmp_path: Path) -> None:
