@@ -49,11 +49,12 @@ def _progress(args: argparse.Namespace) -> AbstractContextManager[Status]:
     return progress(console, json=args.json, quiet=args.quiet, verbose=args.verbose)
 
 
-def _emit(payload: BaseModel | dict[str, Any], code: int, exclude: set[str] | None = None) -> int:
-    """The command's one JSON object, with whether its check holds and the exit code it returns (the
-    same verdict as the code, always), and return that code."""
-    data = payload.model_dump(mode="json", exclude=exclude) if isinstance(payload, BaseModel) else payload
-    print(json.dumps({**data, "holds": code == 0, "exit_code": code}))
+def _emit(command: str, result: BaseModel, code: int, **extra: Any) -> int:
+    """Print the command's one JSON object (conformance/outputs.py: its result, whether it holds and the
+    exit code) and return that code."""
+    from conformance.outputs import dump
+
+    print(dump(command, result, code, **extra))
     return code
 
 
@@ -100,29 +101,33 @@ def _run_check(spec: Path, config: Path | None, args: argparse.Namespace) -> Tlc
 
 def cmd_check(args: argparse.Namespace) -> int:
     """The model given (or the standard one and then every documented-violation model next to the spec,
-    conformance/expectations.py): each must hold, or violate exactly what it documents."""
-    from conformance.expectations import documented_models, expectation, verdict
+    conformance/expectations.py): each must hold, or violate exactly what it documents. The JSON is the
+    first model's result, with every documented model's run in `documented`."""
+    from conformance.expectations import documented_models, documented_run, expectation, verdict
 
     configs = [args.config] if args.config else [None, *documented_models(args.spec)]
-    holds, shown = True, []
+    holds, first, documented = True, None, []
     for config in configs:
         result = _run_check(args.spec, config, args)
+        first = first or result
         expected = expectation(config) if config is not None else None
-        ok, words = (result.outcome == "ok", None) if expected is None else verdict(expected, result)
+        words: str | None = None
+        if expected is None:
+            ok = result.outcome == "ok"
+        else:
+            ok, words = verdict(expected, result)
+            documented.append(documented_run(expected, result, ok, words))
         holds = holds and ok
         if args.out is not None and result.violation is not None and config is configs[0]:
             from conformance.counterexample import violation_path, write_itf
 
             write_itf(violation_path(result, args.spec, config), args.out)
-        fields = result.model_dump(mode="json")
-        if expected is not None:
-            fields["documented"] = {"violated": expected.violated, "as_documented": ok, "verdict": words}
-        shown.append({"config": str(config or args.spec.with_suffix(".cfg")), **fields})
         if not args.json:
             _print_tlc(result, args.spec, config, words, ok)
     code = 0 if holds else 1
     if args.json:
-        return _emit(shown[0] if len(shown) == 1 else {"models": shown}, code)
+        assert first is not None
+        return _emit("check", first, code, documented=documented)
     return code
 
 
@@ -152,7 +157,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
 
         write(args.junit, [suite(result.spec, [conform_case(result)])])
     if args.json:
-        return _emit(result, 0 if result.holds else 1, exclude={"tlc"})
+        return _emit("conform", result, 0 if result.holds else 1)
     if result.tlc is not None and result.outcome != "ok":
         _print_tlc(result.tlc, args.spec)
         return 1
@@ -194,7 +199,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     result = explain(args.trace, args.spec, args.config, args.mutant, correct=args.correct)
     if args.json:
-        return _emit(result, 0 if result.holds else 1)
+        return _emit("explain", result, 0 if result.holds else 1)
     who = f"mutant {result.mutant}" if result.mutant else "the implementation"
     out.print(f"[bold]{escape(result.trace)}[/] ({result.spec}) on {who}:")
     for step in result.steps:
@@ -211,7 +216,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_zoo(args: argparse.Namespace) -> int:
     from conformance.tlc.runner import find_jar, find_java
-    from conformance.zoo import ZooResult, report_json, run_zoo
+    from conformance.zoo import ZooResult, run_zoo
 
     find_java()  # before the run directory is made
     find_jar()
@@ -232,7 +237,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
         write(args.junit, [suite("zoo", zoo_cases(report))])
     if args.json:
-        return _emit(json.loads(report_json(report)), 0 if report.all_caught else 1)
+        return _emit("zoo", report, 0 if report.all_caught else 1)
     else:
         caught = sum(r.caught for r in report.entries)
         style = "green" if report.all_caught else "red"
@@ -257,7 +262,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             on_line=status.line,
         )
     if args.json:
-        return _emit(result, 0 if result.holds else 1, exclude={"tlc"})
+        return _emit("simulate", result, 0 if result.holds else 1)
     if result.tlc is not None and result.outcome != "ok":
         _print_tlc(result.tlc, args.spec)
     else:
@@ -283,7 +288,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
 
     report = prove_counter(args.k)
     if args.json:
-        return _emit(report, 0 if report.all_primary_proved and report.backup_refuted else 1)
+        return _emit("prove", report, 0 if report.all_primary_proved and report.backup_refuted else 1)
     else:
         table = Table("operation", "case", "role", "claim", "status", "s")
         for ob in report.obligations:
@@ -328,7 +333,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
         write(args.junit, verify_suites(report))
     if args.json:
-        return _emit(report, 0 if report.holds else 1)
+        return _emit("verify", report, 0 if report.holds else 1)
     else:
         failing = [spec.spec for spec in report.specs if not spec.holds]
         if report.zoo is not None and not report.zoo.all_caught:
@@ -360,7 +365,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     spec, config = resolve_model(traces, args.spec, args.config)
     report = validate_traces(traces, spec, config, _tlc_options(args))
     if args.json:
-        return _emit(report, 0 if report.holds else 1)
+        return _emit("validate", report, 0 if report.holds else 1)
     style = "green" if report.holds else "red"
     out.print(
         f"[bold]{escape(str(args.traces))}[/]: [{style}]{report.accepted}/{report.traces} traces accepted[/]"
@@ -383,7 +388,6 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         load_scenario,
         output_paths,
         run_scenario,
-        scenario_summary,
         timeline_table,
         write_outputs,
     )
@@ -397,8 +401,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 
         write(args.junit, [suite(f"scenario {result.name}", scenario_cases(result))])
     if args.json:
-        summary = {**scenario_summary(result), "diagram": str(diagram), "page": str(page)}
-        return _emit(summary, 0 if result.passed else 1)
+        return _emit("scenario", result, 0 if result.passed else 1, diagram=str(diagram), page=str(page))
     out.print(timeline_table(result))
     for check in result.checks:
         if not check.holds:
@@ -467,7 +470,12 @@ def cmd_affinity(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        return _emit({"partitions": args.partitions, "nodes": args.nodes, "keys": rows}, 0)
+        from conformance.outputs import AffinityOutput
+
+        found = AffinityOutput.model_validate(
+            {"partitions": args.partitions, "nodes": args.nodes, "keys": rows}
+        )
+        return _emit("affinity", found, 0)
     table = Table("key", "partition", "primary", "backups")
     for row in rows:
         table.add_row(str(row["key"]), str(row["partition"]), str(row["primary"]), ", ".join(row["backups"]))
@@ -517,7 +525,7 @@ def cmd_distribution(args: argparse.Namespace) -> int:
     with locked(args.out):  # runs side by side publish whole sets of files, one after the other
         files = write_distribution_artifacts(report, args.out)
     if args.json:
-        return _emit(report, 0, exclude={"trials"})
+        return _emit("distribution", report, 0)
     else:
         out.print(markdown_table(report))
         out.print(f"written: {', '.join(str(f) for f in files)}")

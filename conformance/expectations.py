@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -46,6 +47,19 @@ def expectation(config: Path) -> Expectation | None:
 def documented_models(spec: Path) -> list[Path]:
     """The models next to spec/X.tla (spec/X-*.cfg) that record a documented violation, by name."""
     return [c for c in sorted(spec.parent.glob(f"{spec.stem}-*.cfg")) if expectation(c) is not None]
+
+
+def documented_run(expected: Expectation, result: TlcResult, ok: bool, words: str) -> dict[str, Any]:
+    """A documented model's run as `tidemark check --json` lists it under `documented`."""
+    violation = result.violation.model_dump(mode="json") if result.violation else None
+    return {
+        "config": expected.config,
+        "violated": expected.violated,
+        "as_documented": ok,
+        "verdict": words,
+        "outcome": result.outcome.value,
+        "violation": violation,
+    }
 
 
 def verdict(expected: Expectation, result: TlcResult) -> tuple[bool, str]:
