@@ -115,9 +115,33 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if result.outcome == "ok" else 1
 
 
-def cmd_conform(args: argparse.Namespace) -> int:
-    from conformance.conform import conform
+def _step_text(action: Any) -> str:
+    """A path's action, short: Commit(copy=b, delta=1, start=0) for [name |-> "Commit", copy |-> "b", ...]."""
+    if isinstance(action, dict) and isinstance(action.get("name"), str):
+        rest = [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in action.items() if k != "name"]
+        return f"{action['name']}({', '.join(rest)})"
+    return json.dumps(action)
 
+
+def cmd_conform(args: argparse.Namespace) -> int:
+    import shlex
+
+    from conformance.conform import DriverOptions, conform
+
+    driver = None
+    if args.driver is not None:
+        if args.mutant or args.master or args.local:
+            raise TidemarkError(
+                "--driver replays through driver processes in this process",
+                source="--driver",
+                expected="no --mutant, --master or --local with it",
+            )
+        command = shlex.split(args.driver)
+        if not command:
+            raise TidemarkError("empty command", source="--driver", expected="a driver's command line")
+        driver = DriverOptions(
+            command=command, processes=args.drivers, timeout=args.driver_timeout, walk=args.walk
+        )
     with progress(not args.json) as status:
         result = conform(
             args.spec,
@@ -130,6 +154,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
             on_line=status.line,
             on_phase=status.phase,
             wait=not args.no_wait,
+            driver=driver,
         )
     if args.json:
         print(result.model_dump_json(exclude={"tlc"}))
@@ -148,7 +173,16 @@ def cmd_conform(args: argparse.Namespace) -> int:
         if result.graph_reused
         else f"TLC {result.tlc_seconds:.1f} s, graph load {result.load_seconds:.1f} s"
     )
-    out.print(f"  {tlc}, replay {result.replay_seconds:.1f} s on {result.master or 'this process'}")
+    where = result.master or "this process"
+    if result.driver is not None:
+        run = result.driver
+        where = f"{run.processes} driver(s): {run.implementation}"
+        walks = f", {run.paths:,} walks" if run.mode == "paths" else ""
+        out.print(
+            f"  driver {escape(' '.join(run.command))}: capabilities {', '.join(run.capabilities) or 'none'};"
+            f" replayed by {run.mode}{walks}, {run.steps:,} steps, {run.restarts} restarts"
+        )
+    out.print(f"  {tlc}, replay {result.replay_seconds:.1f} s on {escape(where)}")
     coverage = ", ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"  coverage: {coverage}")
     for example in result.examples[:5]:
@@ -156,6 +190,9 @@ def cmd_conform(args: argparse.Namespace) -> int:
         out.print(f"  [red]{example.kind} mismatch[/] at state {example.src}, {what}")
         for line in [*example.diff, *([example.error] if example.error else [])]:
             out.print(f"    {escape(line)}")
+        if example.path is not None:
+            steps = " -> ".join(_step_text(step) for step in example.path) or "(the initial state)"
+            out.print(f"    path from the initial state: {escape(steps)}")
         if example.missing:
             out.print(f"    spec takes, impl does not enable: {escape(str(example.missing))}")
         if example.extra:
