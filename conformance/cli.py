@@ -131,9 +131,33 @@ def cmd_check(args: argparse.Namespace) -> int:
     return code
 
 
-def cmd_conform(args: argparse.Namespace) -> int:
-    from conformance.conform import conform
+def _step_text(action: Any) -> str:
+    """A path's action, short: Commit(copy=b, delta=1, start=0) for [name |-> "Commit", copy |-> "b", ...]."""
+    if isinstance(action, dict) and isinstance(action.get("name"), str):
+        rest = [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in action.items() if k != "name"]
+        return f"{action['name']}({', '.join(rest)})"
+    return json.dumps(action)
 
+
+def cmd_conform(args: argparse.Namespace) -> int:
+    import shlex
+
+    from conformance.conform import DriverOptions, conform
+
+    driver = None
+    if args.driver is not None:
+        if args.mutant or args.master or args.local or args.spark:
+            raise TidemarkError(
+                "--driver replays through driver processes in this process",
+                source="--driver",
+                expected="no --mutant, --master, --local or --spark with it",
+            )
+        command = shlex.split(args.driver)
+        if not command:
+            raise TidemarkError("empty command", source="--driver", expected="a driver's command line")
+        driver = DriverOptions(
+            command=command, processes=args.drivers, timeout=args.driver_timeout, walk=args.walk
+        )
     with _progress(args) as status:
         result = conform(
             args.spec,
@@ -146,10 +170,12 @@ def cmd_conform(args: argparse.Namespace) -> int:
             on_line=status.line,
             on_phase=status.phase,
             wait=not args.no_wait,
+            driver=driver,
         )
     from conformance.counterexample import first_mismatch_path, write_itf
 
-    path = first_mismatch_path(result, args.spec, args.config, args.run_dir, args.mutant)
+    # Through a driver each example carries its own path (the in-process rendering would replay impl/).
+    path = None if driver else first_mismatch_path(result, args.spec, args.config, args.run_dir, args.mutant)
     if path is not None and args.out is not None:
         write_itf(path, args.out)
     if args.junit is not None:
@@ -172,6 +198,14 @@ def cmd_conform(args: argparse.Namespace) -> int:
         if result.graph_reused
         else f"TLC {result.tlc_seconds:.1f} s, graph load {result.load_seconds:.1f} s"
     )
+    if result.driver is not None:
+        run = result.driver
+        walks = f", {run.paths:,} walks" if run.mode == "paths" else ""
+        out.print(
+            f"  driver {escape(' '.join(run.command))} ({escape(run.implementation)}): capabilities"
+            f" {', '.join(run.capabilities) or 'none'}; replayed by {run.mode}{walks}, {run.steps:,} steps,"
+            f" {run.restarts} restarts"
+        )
     out.print(f"  {tlc}, replay {result.replay_seconds:.1f} s {escape(result.engine)}")
     coverage = ", ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"  coverage: {coverage}")
@@ -180,6 +214,9 @@ def cmd_conform(args: argparse.Namespace) -> int:
         out.print(f"  [red]{example.kind} mismatch[/] at state {example.src}, {what}")
         for line in [*example.diff, *([example.error] if example.error else [])]:
             out.print(f"    {escape(line)}")
+        if example.path is not None and result.driver is not None:
+            steps = " -> ".join(_step_text(step) for step in example.path) or "(the initial state)"
+            out.print(f"    path from the initial state: {escape(steps)}")
         if example.missing:
             out.print(f"    spec takes, impl does not enable: {escape(str(example.missing))}")
         if example.extra:
