@@ -202,7 +202,7 @@ def test_a_crashing_driver_is_a_finding_with_its_path_and_is_restarted(
 @pytest.mark.parametrize(
     ("mode", "expected"),
     [
-        ("hang", "did not answer within 1 s"),
+        ("hang", "did not answer within 5 s"),
         ("garbage", "not JSON"),
         ("missing", "expected a `batch` answer"),
     ],
@@ -210,7 +210,8 @@ def test_a_crashing_driver_is_a_finding_with_its_path_and_is_restarted(
 def test_a_driver_that_hangs_or_answers_malformed_output_is_a_finding(
     tiny: tuple[ConformResult, Path], mode: str, expected: str
 ) -> None:
-    result = _faulty(tiny, mode, timeout=1.0)
+    # Only the hang waits out the timeout; the others answer at once, however loaded the machine is.
+    result = _faulty(tiny, mode, timeout=5.0 if mode == "hang" else 60.0)
     faults = [m for m in result.examples if m.kind == "driver"]
     assert not result.holds and len(faults) == _drops(tiny[0])
     assert all(expected in (m.error or "") for m in faults)
