@@ -329,6 +329,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     )
 
     scenario = load_scenario(args.file)
+    if args.system != "impl":
+        from conformance.scenarios.real import scenario_on_system
+
+        return scenario_on_system(scenario, args, out)
     target = output_paths(args.out, scenario.name)[0]  # checked before the run
     result = run_scenario(scenario)
     diagram, page = write_outputs(result, target)

@@ -307,6 +307,16 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "(default reports/scenarios/NAME.mmd)",
     )
     scenario.add_argument("--json", action="store_true", help="print one JSON object")
+    scenario.add_argument(
+        "--system",
+        choices=["impl", "hazelcast"],
+        default="impl",
+        help="a real system to run it on too, side by side with the implementation (hazelcast: "
+        "docs/real-hazelcast.md)",
+    )
+    scenario.add_argument(
+        "--hazelcast-version", default="5.7.0", help="Hazelcast for --system hazelcast (5.7.0)"
+    )
 
     verify = commands.add_parser(
         "verify", help="the main job: check, conform, validate every standard model, the bug zoo; HTML report"

@@ -493,6 +493,35 @@ class ClusterSection(BaseModel):
     )
 
 
+RealSystemName = Literal["ignite", "hazelcast"]
+MAX_NOTE = 1000
+MAX_NOTES = 200
+
+
+class RealSystemNotes(BaseModel):
+    """How the scenario fares on a real system (`tidemark scenario FILE --system NAME`): that it cannot run
+    there and why, or which of its expectations do not hold there and why (docs/real-ignite.md,
+    docs/real-hazelcast.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cannot_run: Annotated[str, StringConstraints(min_length=1, max_length=MAX_NOTE)] | None = Field(
+        default=None,
+        description="why the scenario cannot run on this system at all (e.g. a counter only tidemark has); "
+        f"it is then not run there; at most {MAX_NOTE} characters",
+    )
+    differences: dict[
+        Annotated[str, StringConstraints(min_length=1, max_length=200)],
+        Annotated[str, StringConstraints(min_length=1, max_length=MAX_NOTE)],
+    ] = Field(
+        default_factory=dict,
+        max_length=MAX_NOTES,
+        description="expectation path (e.g. steps[15].expect.s3.counters[0].lwm; * and ? match any text) -> "
+        "why it does not hold on this system: a step the system takes at another moment than the model, "
+        f"or a simplification of the articles; at most {MAX_NOTES}",
+    )
+
+
 class ScenarioFile(BaseModel):
     """A scenario: a cluster, the steps it takes, and what must hold."""
 
@@ -520,6 +549,11 @@ class ScenarioFile(BaseModel):
     topology: TopologyExpectation | None = Field(default=None, description="checked after the last step")
     idle_verify: IdleVerifyExpectation | None = Field(
         default=None, description="pme: checked after the last step against impl.pme.idle_verify"
+    )
+    systems: dict[RealSystemName, RealSystemNotes] = Field(
+        default_factory=dict,
+        description="per real system (--system NAME): why the scenario cannot run there, or the expectations "
+        "that do not hold there and why",
     )
 
 

@@ -15,17 +15,14 @@ HarnessInputError (exit code 2).
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import random
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
@@ -33,7 +30,10 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from conformance.errors import TidemarkError, ToolError
-from conformance.scratch import forget, scratch_root, watch
+from conformance.scratch import scratch_root, watch
+from conformance.systems.process import build_module, free_ports, options_file
+from conformance.systems.process import pdeathsig as _pdeathsig
+from conformance.systems.process import stop_jvm as _stop
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 MODULE: Final = ROOT / "systems" / "ignite"
@@ -166,85 +166,20 @@ MESSAGE_STEPS: Final[Mapping[str, str]] = {
 _RECEIVER_IS_NODE: Final = frozenset({"BackupPrepare", "BackupCommit", "BackupRollback", "Prepare", "Commit"})
 
 
-def _pdeathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the JVM gets SIGKILL when this process dies, however it dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    """End of input stops a harness JVM; after 30 s it is killed."""
-    try:
-        if proc.stdin:
-            proc.stdin.close()
-        proc.wait(30)
-    except (OSError, subprocess.TimeoutExpired):
-        proc.kill()
-        proc.wait()
-    forget(proc.pid)
-    if proc.stdout:
-        proc.stdout.close()
-
-
-def _newest(paths: Iterator[Path]) -> float:
-    return max((p.stat().st_mtime for p in paths), default=0.0)
-
-
 def build_harness(version: str = DEFAULT_VERSION, *, maven_repo: Path | None = None) -> Path:
     """Build the harness for this Ignite version unless its jar is newer than the pom and the sources;
     returns the build directory (harness.jar and lib/). Maven's repository is the project's .cache/m2, so
     after the first build everything is offline."""
-    target = MODULE / "target" / version
-    jar = target / "harness.jar"
-    sources = [MODULE / "pom.xml", *(MODULE / "src").rglob("*.java")]
-    if jar.exists() and (target / "lib").is_dir() and jar.stat().st_mtime >= _newest(iter(sources)):
-        return target
-    if shutil.which("mvn") is None or shutil.which("java") is None:
-        raise IgniteError(
-            "building the Ignite harness needs Java >= 17 and Maven on PATH (apt-get install maven)"
-        )
-    repo = maven_repo or ROOT / ".cache" / "m2"
-    cmd = [
-        "mvn",
-        "-B",
-        "-q",
-        f"-Dmaven.repo.local={repo}",
-        f"-Dignite.version={version}",
-        "-DskipTests",
-        "package",
-    ]
-    try:
-        done = subprocess.run(cmd, cwd=MODULE, capture_output=True, text=True, timeout=900, check=False)
-    except subprocess.TimeoutExpired as e:
-        raise IgniteError("building the Ignite harness took more than 15 minutes", source="mvn") from e
-    if done.returncode != 0 or not jar.exists():
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-        raise IgniteError(f"building the Ignite harness (Ignite {version}) failed:\n{tail}", source="mvn")
-    return target
+    return build_module(MODULE, "ignite.version", version, IgniteError, maven_repo=maven_repo)
 
 
 def free_base_port(rng: random.Random | None = None) -> int:
     """A base port with PORTS_PER_HARNESS free ports above it on 127.0.0.1, so harnesses run side by side."""
-    rng = rng or random.Random()
-    for _ in range(50):
-        base = rng.randrange(20000, 60000 - PORTS_PER_HARNESS, PORTS_PER_HARNESS)
-        if all(_port_free(base + i) for i in range(PORTS_PER_HARNESS)):
-            return base
-    raise IgniteError("no free block of loopback ports for the Ignite harness")
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+    return free_ports(PORTS_PER_HARNESS, IgniteError, rng)
 
 
 def jvm_options() -> list[str]:
-    lines = (MODULE / "jvm.options").read_text().splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    return options_file(MODULE)
 
 
 class IgniteHarness:

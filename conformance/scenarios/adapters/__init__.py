@@ -10,8 +10,11 @@ from __future__ import annotations
 from conformance.scenarios.adapters.base import System
 from conformance.scenarios.adapters.cluster import ClusterSystem
 from conformance.scenarios.adapters.hazelcast import HazelcastSystem
+from conformance.scenarios.adapters.hazelcast_real import RealHazelcastSystem
 from conformance.scenarios.adapters.pme import PmeSystem
 
 SYSTEMS: dict[str, dict[str, type[System]]] = {
     "impl": {"2pc": ClusterSystem, "pme": PmeSystem, "hazelcast": HazelcastSystem},
+    # Hazelcast 5.x members through the systems/hazelcast harness.
+    "hazelcast": {"hazelcast": RealHazelcastSystem},
 }

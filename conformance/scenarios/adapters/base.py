@@ -27,7 +27,11 @@ from conformance.scenarios.result import (
 
 
 class StepRefused(Exception):
-    """The step is not possible in this state; nothing changed."""
+    """The step is not possible in this state; nothing changed. A real system says why (`reason`)."""
+
+    def __init__(self, message: str = "", reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class StepFailed(Exception):

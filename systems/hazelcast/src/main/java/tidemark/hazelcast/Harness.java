@@ -76,7 +76,8 @@ public final class Harness {
             e.printStackTrace();
         }
         finally {
-            members.stopAll(); // end of input: no member outlives the harness
+            members.reset(); // end of input: no member outlives the harness
+            traffic.shutdown();
             Runtime.getRuntime().halt(0);
         }
     }
@@ -89,9 +90,16 @@ public final class Harness {
 
     private JsonElement run(Args a) {
         String cmd = a.str("cmd");
-        if (!cmd.equals("start") && members.setup == null)
+        if (!cmd.equals("start") && !cmd.equals("reset") && members.setup == null)
             throw new IllegalArgumentException("start the cluster first");
         switch (cmd) {
+            case "reset": {
+                members.reset();
+                traffic.reset();
+                steps.reset();
+                Ops.FAILING.clear();
+                return new JsonObject();
+            }
             case "start":
                 traffic.seed(a.integer("seed", 0));
                 traffic.logging(a.flag("log", false));

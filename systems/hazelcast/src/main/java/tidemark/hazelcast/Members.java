@@ -222,10 +222,13 @@ final class Members {
         return table();
     }
 
-    void stopAll() {
+    /** Every member terminated and forgotten, so that `start` can start a new cluster in this JVM. */
+    void reset() {
         alive.values().forEach(hz -> hz.getLifecycleService().terminate());
         alive.clear();
-        traffic.shutdown();
+        down.clear();
+        ports.clear();
+        setup = null;
     }
 
     // --- waiting ----------------------------------------------------------------------------------------------

@@ -42,6 +42,10 @@ final class Steps {
             throw new IllegalArgumentException("unknown namespace '" + ns + "' (internal, " + members.setup.maps() + ")");
     }
 
+    void reset() {
+        puts = 0;
+    }
+
     /** Starts the put on the owner of the key's partition (as a local invocation there). */
     private CompletionStage<?> submit(String owner, String ns, int key, int value, int partition) {
         HazelcastInstance hz = members.member(owner);

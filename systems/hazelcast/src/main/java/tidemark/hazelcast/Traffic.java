@@ -205,6 +205,14 @@ final class Traffic {
         return o;
     }
 
+    /** No rules, nothing held, an empty log: as new. */
+    synchronized void reset() {
+        rules.clear();
+        held.clear();
+        log.clear();
+        nextId = 0;
+    }
+
     void shutdown() {
         delays.shutdownNow();
     }
