@@ -42,7 +42,7 @@ KNOWN: list[Known] = [
     Known(
         "offloaded-sync",
         "Hazelcast's owner runs the offloaded replication (PartitionReplicaSyncRequestOffloadable) as it "
-        "takes the request: its permit is back before the next step; the model's SyncSend gives it back later",
+        "takes the request: its permit is back before the next step; the model's SyncSend returns it later",
         _offloaded,
     ),
 ]
