@@ -38,7 +38,20 @@ def _offloaded(index: int | None, path: str, impl: Observed, real: Observed, sys
     return pending and impl[node]["permits"] < real[node]["permits"]
 
 
+def _lazy_fragment(index: int | None, path: str, impl: Observed, real: Observed, system: System) -> bool:
+    """A fragment only Hazelcast has, all slots 0 and clean: it was created by reading it."""
+    node, ns, leaf = [*path.split("."), "", ""][:3]
+    fragment = real.get(node, {}).get(ns, {})
+    return leaf == "versions" and impl[node][ns]["versions"] == [] and not any(fragment["versions"])
+
+
 KNOWN: list[Known] = [
+    Known(
+        "lazy-fragment",
+        "Hazelcast creates a fragment with every slot 0 wherever its versions are read (a migration reads "
+        "every namespace's on the owner and installs them on the destination): the same as none",
+        _lazy_fragment,
+    ),
     Known(
         "offloaded-sync",
         "Hazelcast's owner runs the offloaded replication (PartitionReplicaSyncRequestOffloadable) as it "

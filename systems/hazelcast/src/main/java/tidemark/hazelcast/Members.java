@@ -119,8 +119,24 @@ final class Members {
         first.getPartitionService().getPartition(0).getOwner(); // the master assigns the partitions now
         awaitStable(60_000);
         if (s.noMigration())
-            first.getCluster().changeClusterState(ClusterState.NO_MIGRATION);
+            changeState(ClusterState.NO_MIGRATION);
         return table();
+    }
+
+    /** Changes the cluster state; Hazelcast refuses while its migration queue is not empty: then again. */
+    private void changeState(ClusterState state) {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            try {
+                alive.values().iterator().next().getCluster().changeClusterState(state);
+                return;
+            }
+            catch (IllegalStateException e) {
+                if (System.nanoTime() > end)
+                    throw e;
+                sleep(50);
+            }
+        }
     }
 
     private Config config(String name, int port) {
@@ -214,11 +230,10 @@ final class Members {
 
     /** Lets the master repartition (state ACTIVE) until every migration is done; then NO_MIGRATION again. */
     JsonObject migrate() {
-        HazelcastInstance any = alive.values().iterator().next();
-        any.getCluster().changeClusterState(ClusterState.ACTIVE);
+        changeState(ClusterState.ACTIVE);
         awaitStable(120_000);
         if (setup.noMigration())
-            any.getCluster().changeClusterState(ClusterState.NO_MIGRATION);
+            changeState(ClusterState.NO_MIGRATION);
         return table();
     }
 
