@@ -282,6 +282,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if report.zoo is not None:
             caught = sum(entry.caught for entry in report.zoo.entries)
             out.print(f"bug zoo: {caught}/{len(report.zoo.entries)} bugs caught by TLC and by conformance")
+        if report.audit is not None:
+            failing += [] if report.audit.holds else ["the audit"]
+            out.print(
+                f"audit: {report.audit.report.rows:,} generated rows, the injected divergences"
+                f" {'found exactly' if report.audit.holds else 'NOT found exactly'}"
+            )
         out.print(
             f"[red]FAILS: {', '.join(failing)}[/]" if failing else "[green]everything holds[/]",
             f"({report.total_seconds:.1f} s); report: {escape(str(page))}",
@@ -465,6 +471,18 @@ def cmd_distribution(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from conformance.doctor import cmd_doctor as doctor
+
+    return doctor(args)
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from conformance.audit.command import run
+
+    return run(args)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check,
     "conform": cmd_conform,
@@ -476,6 +494,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": cmd_validate,
     "scenario": cmd_scenario,
     "verify": cmd_verify,
+    "audit": cmd_audit,
+    "doctor": cmd_doctor,
 }
 
 

@@ -67,6 +67,12 @@ LIMITS: dict[str, Limit] = {
     "affinity --nodes": Limit(1, 10_000, "node ids per topology, distinct"),
     "distribution --nodes": Limit(2, MAX_NODES, "cluster sizes; a trial at 1,000 nodes takes seconds"),
     "distribution --trials": Limit(1, MAX_TRIALS, "topologies per cluster size"),
+    "audit --groups": Limit(1, 1000, "cache groups a generated snapshot has"),
+    "audit --copies": Limit(1, 64, "copies of each partition, on as many nodes"),
+    "audit --nodes": Limit(1, 1000, "nodes of a generated snapshot"),
+    "audit --entries": Limit(0, 10**10, "keys of a generated snapshot, in all groups"),
+    "audit --divergences": Limit(0, 1_000_000, "partitions a divergence is injected in, distinct"),
+    "audit --not-idle": Limit(0, 1_000_000, "partitions whose counters move in the later snapshot"),
 }
 HEAP_MIN = 64 << 20
 
@@ -185,7 +191,9 @@ def _master_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", type=spark_master, help="Spark master URL (default local[*])")
 
 
-def _seed_argument(parser: argparse.ArgumentParser, default: int, what: str) -> None:
+def _seed_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, default: int, what: str
+) -> None:
     parser.add_argument("--seed", type=bounded("--seed"), default=default, help=f"{what} (default {default})")
 
 
@@ -309,14 +317,24 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     scenario.add_argument("--json", action="store_true", help="print one JSON object")
     scenario.add_argument(
         "--system",
-        choices=["impl", "hazelcast"],
+        choices=["impl", "ignite", "hazelcast"],
         default="impl",
-        help="a real system to run it on too, side by side with the implementation (hazelcast: "
+        help="a real system to run it on too, side by side with the implementation (docs/real-ignite.md, "
         "docs/real-hazelcast.md)",
     )
+    scenario.add_argument("--ignite-version", default="2.18.0", help="Ignite for --system ignite (2.18.0)")
     scenario.add_argument(
         "--hazelcast-version", default="5.7.0", help="Hazelcast for --system hazelcast (5.7.0)"
     )
+
+    doctor = commands.add_parser(
+        "doctor", help="check Java, TLC's jar, Spark, Maven and the Ignite harness on this machine"
+    )
+    doctor.add_argument("--ignite", action="store_true", help="also start and stop a one-server cluster")
+    doctor.add_argument("--ignite-version", default="2.18.0", help="the harness's Ignite (default 2.18.0)")
+    doctor.add_argument("--json", action="store_true", help="print one JSON object")
+
+    _audit_parser(commands)
 
     verify = commands.add_parser(
         "verify", help="the main job: check, conform, validate every standard model, the bug zoo; HTML report"
@@ -341,6 +359,51 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     _no_wait_argument(verify)
     _tlc_arguments(verify)
     return parser
+
+
+def _audit_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    audit = commands.add_parser(
+        "audit",
+        help="Ignite's idle_verify over partition snapshots (Parquet or CSV) on Spark; --generate makes some",
+    )
+    audit.add_argument(
+        "snapshots", nargs="*", type=Path, metavar="SNAPSHOT", help="a snapshot, and a later one"
+    )
+    audit.add_argument("--key-type", choices=["int", "long", "string", "uuid"], help="the keys' Java type")
+    audit.add_argument("--caches", type=_regexps, default=(), help="groups to audit: REGEX[,REGEX...]")
+    audit.add_argument("--exclude-caches", type=_regexps, default=(), help="groups not to audit: REGEX[,...]")
+    audit.add_argument("--dump", type=Path, metavar="FILE", help="every partition's records, Ignite's layout")
+    audit.add_argument("--skip-zeros", action="store_true", help="leave empty partitions out of the dump")
+    audit.add_argument(
+        "--against", type=Path, metavar="DUMP", help="compare the records with an idle_verify dump"
+    )
+    audit.add_argument("--report", type=Path, metavar="FILE.html", help="a page with the conflicts plotted")
+    _master_argument(audit)
+    audit.add_argument("--local", action="store_true", help="in this process, without Spark")
+    audit.add_argument("--json", action="store_true", help="print one JSON object")
+    generate = audit.add_argument_group(
+        "--generate DIR: a synthetic snapshot in DIR/snapshot (and DIR/later)"
+    )
+    generate.add_argument("--generate", type=output_dir, metavar="DIR")
+    generate.add_argument("--groups", type=bounded("audit --groups"), default=1)
+    generate.add_argument("--partitions", type=bounded("--partitions"), default=1024)
+    generate.add_argument("--copies", type=bounded("audit --copies"), default=3)
+    generate.add_argument("--nodes", type=bounded("audit --nodes"), help="default: copies + 1")
+    generate.add_argument("--entries", type=bounded("audit --entries"), default=100_000)
+    generate.add_argument("--divergences", type=bounded("audit --divergences"), default=8)
+    generate.add_argument("--not-idle", type=bounded("audit --not-idle"), default=0)
+    _seed_argument(generate, 0, "seed of the snapshot")
+
+
+def _regexps(text: str) -> tuple[str, ...]:
+    """Comma-separated regular expressions (Ignite's cache-name lists), each one compiled to check it."""
+    patterns = tuple(p for p in text.split(",") if p)
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise argparse.ArgumentTypeError(f"{pattern!r} is not a regular expression: {error}") from None
+    return patterns
 
 
 def limits_table() -> str:

@@ -36,7 +36,7 @@ MISMATCH_DIAGRAMS = 5
 # and PME: node, HazelcastAntiEntropy: member).
 PARTICIPANT_FIELDS = ("copy", "node", "member")
 
-_STYLE = """
+STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
@@ -499,6 +499,20 @@ def _zoo_section(zoo: ZooReport) -> str:
     )
 
 
+def _audit_section(report: VerifyReport) -> str:
+    from conformance.audit.page import audit_section
+
+    assert report.audit is not None
+    check = report.audit
+    return (
+        f'<section id="audit-check"><h2>idle_verify audit {_verdict_html(check.holds)}</h2>\n'
+        "<p>A generated snapshot with injected divergences (conformance/audit/generate.py), audited like"
+        " Ignite's idle_verify; it holds when it finds exactly the injected ones (docs/audit.md).</p>\n"
+        + audit_section(check.report, "h3")
+        + "</section>\n"
+    )
+
+
 def html_page(report: VerifyReport) -> str:
     """The whole report page (see the module docstring)."""
     body = (
@@ -510,6 +524,7 @@ def html_page(report: VerifyReport) -> str:
         + _summary(report)
         + "".join(_spec_section(spec) for spec in report.specs)
         + (_zoo_section(report.zoo) if report.zoo is not None else "")
+        + (_audit_section(report) if report.audit is not None else "")
     )
     # Mermaid only where there are diagrams (counterexamples, mismatches): a page that holds without
     # any neither loads it nor credits it.
@@ -523,7 +538,7 @@ def html_page(report: VerifyReport) -> str:
     )
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
-        f"<title>tidemark verify: {verdict(report.holds)}</title>\n<style>{_STYLE}</style></head><body>\n"
+        f"<title>tidemark verify: {verdict(report.holds)}</title>\n<style>{STYLE}</style></head><body>\n"
         + body
         + footer
         + "</body></html>\n"

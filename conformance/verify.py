@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, computed_field
 
+from conformance.audit.check import AuditCheck, audit_check
 from conformance.conform import ConformResult, conform
 from conformance.mappings import MAPPINGS, mapping_for
 from conformance.replay import Mismatch
@@ -124,6 +125,7 @@ class VerifyReport(BaseModel):
 
     specs: list[SpecReport]
     zoo: ZooReport | None = Field(default=None, description="the bug zoo, when it ran")
+    audit: AuditCheck | None = Field(default=None, description="the audit of a generated snapshot")
     traces: int = Field(description="implementation walks per spec")
     steps: int
     seed: int
@@ -132,7 +134,11 @@ class VerifyReport(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def holds(self) -> bool:
-        return all(spec.holds for spec in self.specs) and (self.zoo is None or self.zoo.all_caught)
+        return (
+            all(spec.holds for spec in self.specs)
+            and (self.zoo is None or self.zoo.all_caught)
+            and (self.audit is None or self.audit.holds)
+        )
 
 
 def _tlc_figures(result: TlcResult) -> TlcFigures:
@@ -312,7 +318,8 @@ def verify(
 ) -> VerifyReport:
     """The main job: every spec's standard model checked, replayed on the implementation (Spark on
     `master`, or in this process when `local`) and `traces` seeded implementation walks validated; with
-    `zoo`, every bug of the zoo must be caught by TLC and by conformance (conformance/zoo.py)."""
+    `zoo`, every bug of the zoo must be caught by TLC and by conformance (conformance/zoo.py); last, the
+    audit of a small generated snapshot must find exactly its injected divergences (conformance/audit)."""
     started = time.monotonic()
     reports = [
         verify_spec(
@@ -328,9 +335,15 @@ def verify(
         )
         for spec in specs
     ]
+    if local:
+        checked = audit_check(None)
+    else:
+        with spark_session(master) as spark:
+            checked = audit_check(spark)
     return VerifyReport(
         specs=reports,
         zoo=run_zoo(options=options, wait=wait) if zoo else None,
+        audit=checked,
         traces=traces,
         steps=steps,
         seed=seed,

@@ -21,7 +21,6 @@ first. The spec's module comment lists the simplifications; step names and field
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -29,6 +28,16 @@ from typing import Any
 
 from impl.cluster import ACTIVE, STEPS, Cluster, Config, NearTx, Node
 from impl.counter import PartitionUpdateCounter
+from impl.idle_verify import (
+    HashRecord,
+    RecordState,
+    compare,
+    counter_text,
+    entry_sums,
+    missed,
+    record,
+    version_hash,
+)
 from impl.messages import LockResponse, Message, Version, receiver
 from impl.wal import DataRecord, Disk, Entry, RebalancedRecord, RollbackRecord
 
@@ -674,10 +683,13 @@ def hist_from(disk: Disk, part: int, lwm: int, config: Config, truncated: int) -
 
 
 def idle_verify(cluster: PmeCluster) -> IdleVerifyResult:
-    """Ignite's idle_verify: per partition, compare the live OWNING copies' counters (LWM and gaps) and a
-    hash of their data; MOVING and RENTING copies, and copies of LOST partitions, are skipped."""
+    """Ignite's idle_verify: per partition, the live OWNING copies' records (impl.idle_verify: the counter's
+    comparable text, and the key, value and version hashes of its entries: the model's value is the
+    writing transaction's name in UTF-8, its version the update's counter) compared as Ignite compares
+    them; MOVING and RENTING copies, and copies of LOST partitions, are skipped."""
     counters: dict[int, dict[str, tuple[int, tuple[tuple[int, int], ...]]]] = {}
     hashes: dict[int, dict[str, str]] = {}
+    records: dict[int, list[HashRecord]] = {}
     skipped: dict[int, dict[str, str]] = {}
     for node in sorted(cluster.alive):
         n = cluster.nodes[node]
@@ -687,13 +699,21 @@ def idle_verify(cluster: PmeCluster) -> IdleVerifyResult:
                 continue
             ctr = n.counters[part]
             counters.setdefault(part, {})[node] = (ctr.lwm, tuple(ctr.items))
-            entries = sorted(
-                (k, e.tx, e.cntr) for k, e in n.data.items() if cluster.config.partition(k) == part
+            text = counter_text(ctr.lwm, missed(ctr.lwm, ctr.items), ctr.highest_applied)
+            entries = (
+                (k, e.tx.encode(), version_hash(e.cntr))
+                for k, e in n.data.items()
+                if cluster.config.partition(k) == part
             )
-            hashes.setdefault(part, {})[node] = hashlib.sha256(repr(entries).encode()).hexdigest()[:16]
+            hashed = record(
+                node, cluster.owners[part][:1] == (node,), RecordState.OWNING, text, *entry_sums(entries)
+            )
+            records.setdefault(part, []).append(hashed)
+            hashes.setdefault(part, {})[node] = f"partHash={hashed.part_hash}, partVerHash={hashed.ver_hash}"
+    verdicts = {part: compare(rs) for part, rs in records.items()}
     return IdleVerifyResult(
-        counter_conflicts={p: v for p, v in counters.items() if len(set(v.values())) > 1},
-        hash_conflicts={p: v for p, v in hashes.items() if len(set(v.values())) > 1},
+        counter_conflicts={p: counters[p] for p, v in verdicts.items() if v.counter_conflict},
+        hash_conflicts={p: hashes[p] for p, v in verdicts.items() if v.hash_conflict},
         skipped=skipped,
         lost=cluster.lost,
     )

@@ -126,7 +126,9 @@ def _idle_verify_checks(where: str, expect: IdleVerifyExpectation, system: Syste
     """The fields of an idle_verify expectation against its report now; conflicts are compared as the
     sorted list of partitions that have them."""
     report = system.idle_verify()
-    assert report is not None  # the loader allows idle_verify only for a protocol that has it
+    if report is None:  # a real system runs it only on an idle cluster
+        fields = expect.model_dump(mode="json", exclude_none=True)
+        return [check(f"{where}.{field}", value, None) for field, value in fields.items()]
     actual: dict[str, JsonValue] = report.model_dump(mode="json")
     actual["counter_conflicts"] = cast(JsonValue, sorted(report.counter_conflicts))
     actual["hash_conflicts"] = cast(JsonValue, sorted(report.hash_conflicts))

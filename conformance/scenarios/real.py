@@ -24,6 +24,13 @@ from conformance.scenarios.outputs import output_paths, write_outputs
 from conformance.scenarios.views.side import side_by_side_summary, side_by_side_table
 
 
+def _ignite(version: str) -> tuple[Explainer, Callable[[], Any]]:
+    from conformance.scenarios.adapters.ignite import shared_harness
+    from conformance.systems.ignite_differences import explain
+
+    return explain, lambda: shared_harness(version)
+
+
 def _hazelcast(version: str) -> tuple[Explainer, Callable[[], Any]]:
     from conformance.scenarios.adapters.hazelcast_real import shared_harness
     from conformance.systems.hazelcast_differences import explain
@@ -32,7 +39,10 @@ def _hazelcast(version: str) -> tuple[Explainer, Callable[[], Any]]:
 
 
 # Per real system: its explainer and a context manager sharing one harness JVM for the runs inside it.
-REAL_SYSTEMS: dict[str, Callable[[str], tuple[Explainer, Callable[[], Any]]]] = {"hazelcast": _hazelcast}
+REAL_SYSTEMS: dict[str, Callable[[str], tuple[Explainer, Callable[[], Any]]]] = {
+    "ignite": _ignite,
+    "hazelcast": _hazelcast,
+}
 
 
 def run_on_system(scenario: ScenarioFile, system: str, *, version: str) -> SideBySide:
