@@ -43,7 +43,7 @@ def test_cluster_counters_entries_and_idle_verify() -> None:
             assert obs.nodes[node].coordinator == "s1"
         verdict = h.idle_verify()
         assert not verdict.has_conflicts and "no conflicts" in verdict.text
-        proc, work = h._proc, h.work_dir
+        proc, work = h.process, h.work_dir
     assert proc is not None and proc.poll() is not None, "the JVM must be gone after close"
     assert work is not None and not work.exists(), "the work directory must be removed"
 

@@ -15,10 +15,8 @@ directory do not outlive this process (conformance/systems/process.py).
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,12 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from conformance.errors import TidemarkError, ToolError
 from conformance.systems.process import (
     ROOT,
-    JsonLinesJvm,
+    HarnessClient,
     build_module,
     free_ports,
     java_command,
     options_file,
-    work_directory,
 )
 
 MODULE: Final = ROOT / "systems" / "hazelcast"
@@ -131,59 +128,23 @@ def build_harness(version: str = DEFAULT_VERSION, *, maven_repo: Path | None = N
     return build_module(MODULE, "hazelcast.version", version, HazelcastError, maven_repo=maven_repo)
 
 
-class HazelcastHarness:
+class HazelcastHarness(HarnessClient):
     """One harness JVM: real Hazelcast members driven command by command (use as a context manager)."""
+
+    error = HazelcastError
+    refused = HazelcastInputError
+    prefix = "hazelcast-"
 
     def __init__(
         self, version: str = DEFAULT_VERSION, *, timeout: float = 300.0, keep_dir: bool = False
     ) -> None:
-        self.version = version
-        self.timeout = timeout  # seconds one command may take before the harness counts as hung
-        self.keep_dir = keep_dir
-        self._jvm: JsonLinesJvm | None = None
-        self.work_dir: Path | None = None
+        super().__init__(version, timeout=timeout, keep_dir=keep_dir)
 
-    def __enter__(self) -> HazelcastHarness:
-        self.open()
-        return self
+    def build(self) -> Path:
+        return build_harness(self.version)
 
-    def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    @property
-    def info(self) -> dict[str, Any]:
-        return self._jvm.info if self._jvm else {}
-
-    def open(self) -> None:
-        target = build_harness(self.version)
-        self.work_dir = work_directory("hazelcast-", self.keep_dir)
-        cmd = java_command(target, options_file(MODULE), self.work_dir, "tidemark.hazelcast.Harness")
-        try:
-            self._jvm = JsonLinesJvm(
-                cmd,
-                self.work_dir,
-                error=HazelcastError,
-                refused=HazelcastInputError,
-                timeout=self.timeout,
-            )
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        jvm, self._jvm = self._jvm, None
-        if jvm is not None:
-            jvm.close()
-        if self.work_dir is not None and not self.keep_dir:
-            shutil.rmtree(self.work_dir, ignore_errors=True)
-            self.work_dir = None
-
-    def call(self, cmd: str, **args: Any) -> Any:
-        if self._jvm is None:
-            raise HazelcastError("the Hazelcast harness is not running")
-        return self._jvm.call(cmd, **args)
+    def command(self, target: Path, work_dir: Path) -> list[str]:
+        return java_command(target, options_file(MODULE), work_dir, "tidemark.hazelcast.Harness")
 
     # --- the cluster -------------------------------------------------------------------------------------
 

@@ -21,7 +21,6 @@ import random
 import shutil
 import subprocess
 import tempfile
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -31,7 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from conformance.errors import TidemarkError, ToolError
 from conformance.scratch import scratch_root, watch
-from conformance.systems.process import build_module, free_ports, options_file
+from conformance.systems.process import (
+    HarnessClient,
+    build_module,
+    free_ports,
+    java_command,
+    options_file,
+)
 from conformance.systems.process import pdeathsig as _pdeathsig
 from conformance.systems.process import stop_jvm as _stop
 
@@ -200,8 +205,12 @@ def jvm_options() -> list[str]:
     return options_file(MODULE)
 
 
-class IgniteHarness:
+class IgniteHarness(HarnessClient):
     """One harness JVM: a real Ignite cluster driven command by command (use as a context manager)."""
+
+    error = IgniteError
+    refused = HarnessInputError
+    prefix = "ignite-"
 
     def __init__(
         self,
@@ -211,123 +220,17 @@ class IgniteHarness:
         keep_dir: bool = False,
         heap: str | None = None,
     ) -> None:
-        self.version = version
+        super().__init__(version, timeout=timeout, keep_dir=keep_dir)
         self.heap = heap  # the JVM's -Xmx instead of jvm.options' (e.g. "1g")
-        self.timeout = timeout  # seconds one command may take before the harness counts as hung
-        self.keep_dir = keep_dir
-        self.work_dir: Path | None = None
-        self.info: dict[str, Any] = {}
-        self._proc: subprocess.Popen[str] | None = None
-        self._next_id = 0
-        self._stderr: Any = None
 
-    def __enter__(self) -> IgniteHarness:
-        self.open()
-        return self
+    def build(self) -> Path:
+        return build_harness(self.version)
 
-    def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def open(self) -> None:
-        target = build_harness(self.version)
-        # In the process's scratch directory (removed however the process ends) unless it is to be kept.
-        self.work_dir = Path(
-            tempfile.mkdtemp(prefix="ignite-", dir=None if self.keep_dir else scratch_root())
-        )
-        (self.work_dir / "tmp").mkdir()
-        classpath = f"{target / 'harness.jar'}{os.pathsep}{target / 'lib' / '*'}"
+    def command(self, target: Path, work_dir: Path) -> list[str]:
         options = jvm_options()
         if self.heap is not None:
             options = [o for o in options if not o.startswith("-Xm")] + [f"-Xmx{self.heap}"]
-        cmd = [
-            "java",
-            *options,
-            f"-Djava.io.tmpdir={self.work_dir / 'tmp'}",
-            "-cp",
-            classpath,
-            "tidemark.ignite.Harness",
-            "--work-dir",
-            str(self.work_dir),
-        ]
-        self._stderr = open(self.work_dir / "jvm.stderr", "w")  # noqa: SIM115 - closed in close()
-        try:
-            self._proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._stderr,
-                text=True,
-                bufsize=1,
-                preexec_fn=_pdeathsig,
-            )
-        except OSError as e:
-            self.close()
-            raise IgniteError(f"cannot start java: {e}") from e
-        watch(self._proc.pid, group=False)
-        self.info = self._read_line()
-        if not self.info.get("ready"):
-            self.close()
-            raise IgniteError(f"the harness did not start: {self.info}")
-
-    def _read_line(self) -> dict[str, Any]:
-        assert self._proc is not None and self._proc.stdout is not None
-        result: list[str] = []
-        reader = threading.Thread(target=lambda: result.append(self._proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-        reader.start()
-        reader.join(self.timeout)
-        if reader.is_alive() or not result or not result[0]:
-            hung = reader.is_alive()
-            tail = self.stderr_tail()
-            self.close()
-            what = f"did not answer within {self.timeout:.0f} s" if hung else "exited"
-            raise IgniteError(f"the Ignite harness {what}; its stderr ends with:\n{tail}")
-        try:
-            answer: dict[str, Any] = json.loads(result[0])
-        except json.JSONDecodeError as e:
-            raise IgniteError(f"the harness wrote a line that is not JSON: {result[0][:200]!r}") from e
-        return answer
-
-    def stderr_tail(self, lines: int = 20) -> str:
-        if self.work_dir is None or not (self.work_dir / "jvm.stderr").exists():
-            return ""
-        return "\n".join((self.work_dir / "jvm.stderr").read_text(errors="replace").splitlines()[-lines:])
-
-    def call(self, cmd: str, **args: Any) -> Any:
-        """Send one command; its result, or HarnessInputError / IgniteError."""
-        if self._proc is None or self._proc.stdin is None:
-            raise IgniteError("the Ignite harness is not running")
-        self._next_id += 1
-        line = json.dumps({"id": self._next_id, "cmd": cmd, **args})
-        try:
-            self._proc.stdin.write(line + "\n")
-            self._proc.stdin.flush()
-        except OSError as e:
-            tail = self.stderr_tail()
-            self.close()
-            raise IgniteError(f"the Ignite harness is gone ({e}); its stderr ends with:\n{tail}") from e
-        answer = self._read_line()
-        if answer.get("id") != self._next_id:
-            raise IgniteError(f"the harness answered {answer.get('id')} to command {self._next_id}")
-        if not answer.get("ok"):
-            error = answer.get("error", "unknown error")
-            if answer.get("kind") == "bad_input":
-                raise HarnessInputError(error, source="ignite harness", location=cmd)
-            raise IgniteError(f"{cmd}: {error}", source="ignite harness")
-        return answer.get("result")
-
-    def close(self) -> None:
-        """Stop the JVM (end of input, then kill after 30 s) and remove the work directory."""
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            _stop(proc)
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
-        if self.work_dir is not None and not self.keep_dir:
-            shutil.rmtree(self.work_dir, ignore_errors=True)
-            self.work_dir = None
+        return java_command(target, options, work_dir, "tidemark.ignite.Harness", "--work-dir", str(work_dir))
 
     # --- the cluster -----------------------------------------------------------------------------------
 

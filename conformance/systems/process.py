@@ -23,7 +23,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any, Final, Self
 
 from conformance.errors import TidemarkError, ToolError
 from conformance.scratch import forget, scratch_root, watch
@@ -147,6 +147,11 @@ class JsonLinesJvm:
             self.close()
             raise error(f"the harness did not start: {self.info}")
 
+    @property
+    def process(self) -> subprocess.Popen[str] | None:
+        """The JVM while it runs."""
+        return self._proc
+
     def _read_all(self, proc: subprocess.Popen[str] | None) -> None:
         assert proc is not None and proc.stdout is not None
         for line in proc.stdout:
@@ -216,3 +221,77 @@ def java_command(target: Path, options: list[str], work_dir: Path, main: str, *a
     classpath = f"{target / 'harness.jar'}{os.pathsep}{target / 'lib' / '*'}"
     tmpdir = f"-Djava.io.tmpdir={work_dir / 'tmp'}"
     return ["java", *options, tmpdir, "-cp", classpath, main, *args]
+
+
+class HarnessClient:
+    """A harness's client: builds the module, starts its JVM in a fresh work directory, sends commands,
+    stops it and removes the directory on close (use as a context manager). A system's client says how
+    (`error`, `refused`, `prefix`, `build`, `command`) and adds its commands."""
+
+    error: type[ToolError] = ToolError
+    refused: type[TidemarkError] = TidemarkError
+    prefix = "harness-"  # of the work directory's name
+
+    def __init__(self, version: str, *, timeout: float, keep_dir: bool = False) -> None:
+        self.version = version
+        self.timeout = timeout  # seconds one command may take before the harness counts as hung
+        self.keep_dir = keep_dir
+        self.work_dir: Path | None = None
+        self._jvm: JsonLinesJvm | None = None
+
+    def __enter__(self) -> Self:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def build(self) -> Path:
+        """The built module's directory (harness.jar and lib/)."""
+        raise NotImplementedError
+
+    def command(self, target: Path, work_dir: Path) -> list[str]:
+        """The java command line of the harness."""
+        raise NotImplementedError
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return self._jvm.info if self._jvm else {}
+
+    @property
+    def process(self) -> subprocess.Popen[str] | None:
+        """The harness JVM while it runs."""
+        return self._jvm.process if self._jvm else None
+
+    def open(self) -> None:
+        target = self.build()
+        self.work_dir = work_directory(self.prefix, self.keep_dir)
+        try:
+            self._jvm = JsonLinesJvm(
+                self.command(target, self.work_dir),
+                self.work_dir,
+                error=self.error,
+                refused=self.refused,
+                timeout=self.timeout,
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        return self._jvm.stderr_tail(lines) if self._jvm else ""
+
+    def call(self, cmd: str, **args: Any) -> Any:
+        """Send one command; its result, or `refused` (bad input) / `error`."""
+        if self._jvm is None:
+            raise self.error("the harness is not running")
+        return self._jvm.call(cmd, **args)
+
+    def close(self) -> None:
+        """Stop the JVM (end of input, then kill after 30 s) and remove the work directory."""
+        jvm, self._jvm = self._jvm, None
+        if jvm is not None:
+            jvm.close()
+        if self.work_dir is not None and not self.keep_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            self.work_dir = None

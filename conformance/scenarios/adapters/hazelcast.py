@@ -288,16 +288,21 @@ class HazelcastSystem(System):
     # --- the end -----------------------------------------------------------------------------------------
 
     def node_view(self, node: str) -> NodeView:
-        held = self.cluster.index_of(node) >= 0 or node not in self.cluster.alive
-        return NodeView(
-            **self.snapshot().nodes[node].model_dump(),
-            data={},
-            partitions={0: self.partition_state(node, 0)} if held else {},
-            txs={},
-        )
+        return member_view(self, node, self.cluster.index_of(node) >= 0 or node not in self.cluster.alive)
 
     def client_txs(self) -> dict[str, str]:
         return {}
+
+
+def member_view(system: System, node: str, held: bool) -> NodeView:
+    """A member's view for the timeline: its state and, when it holds a replica of partition 0 (`held`; or
+    is down), that partition's state; Hazelcast has no transactions here."""
+    return NodeView(
+        **system.snapshot().nodes[node].model_dump(),
+        data={},
+        partitions={0: system.partition_state(node, 0)} if held else {},
+        txs={},
+    )
 
 
 def _step_text(step: Step) -> str:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Literal
 
 from conformance.scenarios.adapters.base import Snapshot, StepRefused, System
-from conformance.scenarios.adapters.hazelcast import copy_text, message_label
+from conformance.scenarios.adapters.hazelcast import copy_text, member_view, message_label
 from conformance.scenarios.format import NodeState, PartitionState, ScenarioFile, ScenarioStep
 from conformance.scenarios.protocols import slots
 from conformance.scenarios.result import CounterView, MessageEvent, NodeSnapshot, NodeView, TopologyView
@@ -293,13 +293,7 @@ class RealHazelcastSystem(System):
         return view.permits if view else 0
 
     def node_view(self, node: str) -> NodeView:
-        held = self.node_state(node) == "down" or self.replica(node) >= 0
-        return NodeView(
-            **self.snapshot().nodes[node].model_dump(),
-            data={},
-            partitions={0: self.partition_state(node, 0)} if held else {},
-            txs={},
-        )
+        return member_view(self, node, self.node_state(node) == "down" or self.replica(node) >= 0)
 
     def client_txs(self) -> dict[str, str]:
         return {}
