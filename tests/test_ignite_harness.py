@@ -76,8 +76,8 @@ def test_bad_commands_and_a_dead_harness() -> None:
             h.step("NodeFail", node="s9")
         with pytest.raises(HarnessInputError, match="unknown command"):
             h.call("no_such_command")
-        assert h._proc is not None
-        os.kill(h._proc.pid, 9)
+        assert h.process is not None
+        os.kill(h.process.pid, 9)
         with pytest.raises(IgniteError) as died:
             h.observe()
         assert died.value.exit_code == 3
