@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.systems.hazelcast import SLOTS, HazelcastHarness, MessageView, Observation
+from conformance.systems.hazelcast import SLOTS, Convergence, HazelcastHarness, MessageView, Observation
 from impl.hazelcast import Backup, HazelcastCluster, HazelcastConfig
 
 MAPS = ("map1", "map2")
@@ -161,16 +161,18 @@ def real_state(obs: Observation, partition: int) -> State:
     return out
 
 
-def quiet(h: HazelcastHarness, timeout: float = 15.0) -> Any:
-    """Waits until no sync is in flight and every permit is back on the real members (twice in a row,
-    50 ms apart, after a first 100 ms for the round's operations to arrive); the convergence then."""
+def quiet(h: HazelcastHarness, timeout: float = 15.0) -> Convergence:
+    """Waits until the real members converged, or else until no sync was in flight and every permit was
+    back for half a second (a round's operations travel between the members meanwhile: an earlier look
+    can see none in flight before the replicas even asked); the convergence then."""
     end = time.monotonic() + timeout
-    time.sleep(0.1)
     calm = 0
     while True:
         conv = h.convergence()
+        if conv.converged:
+            return conv
         calm = calm + 1 if conv.in_flight == 0 and conv.permits_out == 0 else 0
-        if calm >= 2 or time.monotonic() > end:
+        if calm >= 10 or time.monotonic() > end:
             return conv
         time.sleep(0.05)
 
@@ -253,29 +255,40 @@ def dropped_backups(
     partitions: int = 4,
     backups: int = 2,
     per_partition: int = 5,
+    batches: int = 1,
     rounds: int = 8,
     seed: int = 0,
 ) -> ClaimRun:
+    """`batches` times `per_partition` puts per partition and namespace, each backup dropped with
+    probability `drop`, an anti-entropy round after each batch but the last (the convergence lab's
+    interval: puts between rounds); then rounds until both converged (`real_rounds` counts from the last
+    put on)."""
     params = dict(
         drop=drop,
         members=members,
         partitions=partitions,
         backups=backups,
         per_partition=per_partition,
+        batches=batches,
         seed=seed,
     )
     run = ClaimRun("dropped_backups", params)
     obs = _start(h, members, partitions, backups, 10, seed)
     models = {p: model_of(obs.table[p], MEMBERS[:members], backups, 10) for p in range(partitions)}
-    h.rule("hold", ["backup"])
-    for put in h.fill(per_partition, NAMESPACES):
-        p = put["partition"]
-        models[p] = models[p].put(put["ns"], put["key"], put["value"])
-    h.unrule()
-    held = sorted(h.held(), key=lambda m: m.id or 0)
     rng = random.Random(seed)
-    dropped = {m.id for m in held if m.id is not None and rng.random() < drop}
-    run.differences += _play_held(h, models, held, dropped)
+    for batch in range(batches):
+        if batch:
+            h.anti_entropy()
+            models = {p: model_round(c) for p, c in models.items()}
+            quiet(h)
+        h.rule("hold", ["backup"])
+        for put in h.fill(per_partition, NAMESPACES):
+            p = put["partition"]
+            models[p] = models[p].put(put["ns"], put["key"], put["value"])
+        h.unrule()
+        held = sorted(h.held(), key=lambda m: m.id or 0)
+        dropped = {m.id for m in held if m.id is not None and rng.random() < drop}
+        run.differences += _play_held(h, models, held, dropped)
     _rounds(run, h, models, rounds)
     run.real_holds = run.real_rounds[-1]
     run.model_holds = run.model_rounds[-1]
