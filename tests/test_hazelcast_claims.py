@@ -1,7 +1,8 @@
 """Hazelcast's three correctness claims on real Hazelcast 5.7 members and on tidemark's model with the same
 inputs (conformance/systems/hazelcast_claims.py): each holds on both, and both end in the same state -
 per partition, member and namespace the same versions, dirty flag and entries, the same free permits.
-One harness JVM; about a minute."""
+Also a seeded handful of random walks (conformance/systems/hazelcast_walks.py) compared at every step.
+One harness JVM; about two minutes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from conformance.systems import hazelcast_claims as claims
+from conformance.systems import hazelcast_walks as walks
 from conformance.systems.hazelcast import HazelcastHarness
 
 pytestmark = pytest.mark.hazelcast
@@ -54,3 +56,10 @@ def test_the_promotion_rule() -> None:
     assert claims.accepted_promotion(before, (4, 4, 4, 4, 3, 3), 3)
     assert not claims.accepted_promotion(before, (4, 4, 4, 4, 3, 3), 1)
     assert not claims.accepted_promotion(before, (0, 5, 4, 4, 3, 3), 2)
+
+
+@pytest.mark.parametrize("seed", [0, 2, 5])
+def test_seeded_random_walks_agree_at_every_observation(harness: HazelcastHarness, seed: int) -> None:
+    w = walks.walk(harness, seed, length=10)
+    assert not w.unexplained, "\n".join(w.unexplained)
+    assert len(w.steps) == 10
