@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's packages
+
 from conformance.errors import TidemarkError
 from conformance.scenarios import load_scenario, run_scenario
 from conformance.scenarios.adapters.ignite import shared_harness

@@ -20,6 +20,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's packages
+
 from conformance.errors import TidemarkError
 from conformance.scenarios.compare import side_by_side
 from conformance.spark import spark_session

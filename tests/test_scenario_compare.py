@@ -129,6 +129,38 @@ def test_known_differences_explain_what_they_say_and_nothing_else() -> None:
     assert explain(20, "s3.data", done, other, system) is None
 
 
+def test_a_rollback_ignite_ends_at_once_is_known_only_while_tidemark_rolls_back() -> None:
+    # t3 prepared on s1, s2, s3 and rolled back: both backups answered, s1 still waits for its RolledBack.
+    model = WalkModel.read()
+    tx = [Step("TxStart", tx="t3"), Step("Lock", tx="t3", node="s1"), Step("TxPrepare", tx="t3")]
+    tx += [Step("Prepare", tx="t3", node="s1")] + [
+        Step("BackupPrepare", tx="t3", node=b) for b in ("s2", "s3")
+    ]
+    tx += [
+        Step("Prepared", tx="t3", node="s1"),
+        Step("TxRollback", tx="t3"),
+        Step("Rollback", tx="t3", node="s1"),
+    ]
+    tx += [Step("BackupRollback", tx="t3", node=b) for b in ("s2", "s3")]
+    scenario = as_scenario(model, "rollback", tx)
+    seen: dict[int | None, dict[str, Any]] = {}
+    with SYSTEMS["impl"]["pme"](scenario) as run:
+        run_scenario(scenario, "impl", watch=lambda i, r: seen.__setitem__(i, observe(r)))
+        impl = seen[len(tx) - 1]
+        assert impl["s1"]["txs"]["t3"] == "rollingBack" and impl["s1"]["p0"]["lwm"] == 0
+        real = copy.deepcopy(impl)
+        real["s1"]["txs"]["t3"] = "rolledBack"
+        assert explain(10, "s1.txs.t3", impl, real, run) == "rollback-at-once"
+        real["s1"]["p0"]["lwm"] = 1  # Ignite closed the range once the backups answered
+        assert explain(10, "s1.p0.lwm", impl, real, run) == "rollback-at-once"
+        # a counter behind tidemark's, or a transaction Ignite did not roll back: findings
+        real["s1"]["p0"]["lwm"] = 0
+        real["s1"]["p0"]["items"] = [[0, 1]]
+        assert explain(10, "s1.p0.items", impl, real, run) is None
+        real["s1"]["txs"]["t3"] = "committed"
+        assert explain(10, "s1.txs.t3", impl, real, run) is None
+
+
 def test_servers_map_to_the_nodes_ignite_ranks_in_the_scenario_order() -> None:
     scenario = load_scenario(FIGURE3)
     mapping = node_mapping(scenario)

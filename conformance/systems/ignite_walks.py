@@ -195,9 +195,10 @@ def run_walks(
     config: Path, seed: int, steps: int, indices: Iterator[int], version: str, spool: Path | None = None
 ) -> Iterator[dict[str, Any]]:
     """Walks on one harness JVM, one fresh cluster each (the per-task function of the Spark job). A walk
-    the harness fails on (a hung or dead JVM: IgniteError) is recorded with its error, and the next walk
-    gets a new JVM. With `spool`, each record is also appended to spool/walks-<first index>.jsonl as it
-    is made (a long campaign shows its progress, and keeps what it did if it is stopped)."""
+    the harness fails on (a hung or dead JVM: IgniteError; a command it refuses: HarnessInputError) is
+    recorded with its error, and the next walk gets a new JVM. With `spool`, each record is also appended
+    to spool/walks-<first index>.jsonl as it is made (a long campaign shows its progress, and keeps what
+    it did if it is stopped)."""
     for record in _walks(config, seed, steps, list(indices), version):
         if spool is not None:
             spool.mkdir(parents=True, exist_ok=True)
@@ -208,7 +209,7 @@ def run_walks(
 
 def _walks(config: Path, seed: int, steps: int, pending: list[int], version: str) -> Iterator[dict[str, Any]]:
     from conformance.scenarios.adapters.ignite import shared_harness
-    from conformance.systems.ignite import IgniteError
+    from conformance.systems.ignite import HarnessInputError, IgniteError
     from conformance.systems.ignite_differences import explain
 
     model = WalkModel.read(config)
@@ -219,7 +220,7 @@ def _walks(config: Path, seed: int, steps: int, pending: list[int], version: str
                 index = pending.pop(0)
                 try:
                     yield walk_record(model, seed, index, steps, explain)
-                except IgniteError as error:
+                except (IgniteError, HarnessInputError) as error:
                     yield {
                         "walk": f"walk-{seed}-{index}",
                         "index": index,

@@ -389,13 +389,21 @@ class IgniteSystem(System):
         return self._rebalanced.get((node, part))
 
     def idle_verify(self) -> IdleVerifyView | None:
-        """Ignite's idle_verify (it waits for a checkpoint on every running server); None while an exchange
-        is open (idle_verify would wait for it: it checks an idle cluster)."""
+        """Ignite's idle_verify (it waits for a checkpoint on every running server). It checks an idle
+        cluster: Ignite's task waits for the exchange in progress, so an open exchange (the late affinity
+        switch a rebalancing ends with) is first finished as Ignite finishes it, its held single and full
+        messages delivered; None while a server is still starting or the exchange does not finish."""
         if self.scenario.protocol != "pme":
             return None
         obs = self.driver.observe()
-        if obs.starting or not all(self.driver.settled(n) for n in obs.nodes):
+        if obs.starting:
             return None
+        if not all(self.driver.settled(n) for n in obs.nodes):
+            try:
+                self.driver.take("Exchange")
+            except NotPossible:
+                return None
+            obs = self.driver.observe()
         if not obs.nodes:
             return IdleVerifyView(clean=True, counter_conflicts={}, hash_conflicts={}, skipped={}, lost=[])
         report = self.driver.h.idle_verify()
