@@ -18,14 +18,13 @@ docs/bugzoo.md describes each bug.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from conformance.conform import GraphTables, dump_graph
 from conformance.errors import TidemarkError
@@ -35,7 +34,7 @@ from conformance.mappings import mapping_for
 from conformance.mutants import PME_MUTANTS
 from conformance.replay import Mismatch, explain, replay_state
 from conformance.tlc.config import read_config
-from conformance.tlc.output import Outcome, parse_output
+from conformance.tlc.output import Outcome, Violation, parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
 
 SPEC = Path("spec/PME.tla")
@@ -206,6 +205,7 @@ class SpecCatch(BaseModel):
     outcome: str
     invariant: str | None = Field(default=None, description="the invariant or property violated")
     trace: list[str] = Field(default_factory=list, description="the counterexample's actions")
+    counterexample: Violation | None = Field(default=None, description="TLC's trace, with every state")
     seconds: float
     error: str | None = None
 
@@ -227,9 +227,10 @@ class ImplCatch(BaseModel):
     def describe(self) -> str:
         if self.mismatch is None:
             return f"not caught in {self.states_replayed:,} states"
-        action = self.mismatch.action["name"] if isinstance(self.mismatch.action, dict) else "a state"
+        action = self.mismatch.action
+        step = f"on {action['name']}" if isinstance(action, dict) else "in the actions enabled"
         return (
-            f"{self.mismatch.kind} mismatch at state {self.states_replayed:,} ({action})"
+            f"{self.mismatch.kind} mismatch {step}, state {self.states_replayed:,} replayed"
             f" ({self.seconds:.1f} s)"
         )
 
@@ -244,6 +245,7 @@ class ZooResult(BaseModel):
     spec: SpecCatch
     impl: ImplCatch
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def caught(self) -> bool:
         return self.spec.caught and self.impl.caught
@@ -303,6 +305,7 @@ def catch_in_spec(entry: ZooEntry, work_dir: Path, options: TlcOptions) -> SpecC
         outcome=result.outcome.value,
         invariant=named,
         trace=[step.action for step in violation.trace] if violation else [],
+        counterexample=violation.model_copy(update={"invariant": named}) if violation else None,
         seconds=seconds,
         error=result.error,
     )
@@ -371,9 +374,3 @@ def run_zoo(
             if on_entry is not None:
                 on_entry(result)
         return ZooReport(entries=results, all_caught=all(r.caught for r in results))
-
-
-def report_json(report: ZooReport) -> str:
-    """The --json object: per entry both sides, with `caught` spelled out."""
-    entries = [{**r.model_dump(mode="json"), "caught": r.caught} for r in report.entries]
-    return json.dumps({"entries": entries, "all_caught": report.all_caught})

@@ -53,7 +53,7 @@ def test_the_command_shows_both_runs_side_by_side(
     path = "scenarios/hazelcast-anti-entropy-repairs-dropped-backups.json"
     code = main(["scenario", path, "--system", "hazelcast", "--json", "--out", str(out)])
     answer = json.loads(capsys.readouterr().out)
-    assert code == 0 and answer["passed"] and answer["run"]
+    assert code == 0 and answer["passed"] and answer["run"] and answer["holds"] and answer["exit_code"] == 0
     assert answer["impl"]["system"] == "impl" and answer["hazelcast"]["system"] == "hazelcast"
     last = answer["observed"][-1]["hazelcast"]["m3"]
     assert last["map1"]["versions"][:2] == [0, 3] and last["map1"]["dirty"] is False

@@ -59,13 +59,18 @@ def cannot_run(scenario: ScenarioFile, system: str) -> str | None:
 
 def scenario_on_system(scenario: ScenarioFile, args: argparse.Namespace, console: Console) -> int:
     """The command (`args`: system, SYSTEM_version, out, json): run, write the real run's diagram and page,
-    print the table (or JSON); the exit code."""
+    print the table (or JSON, with `holds` and `exit_code` as every command's); the exit code."""
     system, out, as_json = args.system, args.out, args.json
     version = getattr(args, f"{system}_version")
     reason = cannot_run(scenario, system)
     if reason is not None:
         if as_json:
-            print(json.dumps({"name": scenario.name, "system": system, "run": False, "reason": reason}))
+            verdict = {"holds": True, "exit_code": 0}
+            print(
+                json.dumps(
+                    {"name": scenario.name, "system": system, "run": False, "reason": reason, **verdict}
+                )
+            )
         else:
             console.print(f"[bold]{escape(scenario.name)}[/] is not run on {system}: {escape(reason)}")
         return 0
@@ -74,8 +79,10 @@ def scenario_on_system(scenario: ScenarioFile, args: argparse.Namespace, console
     diagram, page = write_outputs(result.real, target)
     if as_json:
         summary = side_by_side_summary(result, system)
-        print(json.dumps({**summary, "run": True, "diagram": str(diagram), "page": str(page)}))
-        return 0 if result.passed else 1
+        code = 0 if result.passed else 1
+        verdict = {"holds": result.passed, "exit_code": code}
+        print(json.dumps({**summary, "run": True, "diagram": str(diagram), "page": str(page), **verdict}))
+        return code
     console.print(side_by_side_table(result, system))
     for check in result.failing_checks:
         console.print(
