@@ -21,6 +21,7 @@ from conformance.errors import TidemarkError
 from conformance.scenarios import load_scenario, run_scenario
 from conformance.scenarios.adapters.ignite import shared_harness
 from conformance.scenarios.format import ScenarioFile
+from conformance.scenarios.real import cannot_run
 from conformance.systems.ignite import DEFAULT_VERSION
 
 
@@ -34,8 +35,7 @@ def main() -> int:
         with shared_harness(args.ignite_version):
             for path in sorted(Path("scenarios").glob("*.json")):
                 scenario = load_scenario(path)
-                notes = scenario.systems.get("ignite")
-                if notes is not None and notes.cannot_run:
+                if cannot_run(scenario, "ignite"):
                     continue
                 impl = min(_steps_time(scenario, "impl")[0] for _ in range(args.repeat))
                 real, start = _steps_time(scenario, "ignite")

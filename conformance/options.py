@@ -399,7 +399,6 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "(default reports/scenarios/NAME.mmd)",
     )
     scenario.add_argument("--json", action="store_true", help="print one JSON object")
-    _junit_argument(scenario)
     scenario.add_argument(
         "--system",
         choices=["impl", "ignite", "hazelcast"],
@@ -411,6 +410,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     scenario.add_argument(
         "--hazelcast-version", default="5.7.0", help="Hazelcast for --system hazelcast (5.7.0)"
     )
+    _junit_argument(scenario)
 
     doctor = commands.add_parser(
         "doctor", help="check Java, TLC's jar, Spark, Maven and the Ignite harness on this machine"

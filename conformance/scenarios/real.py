@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from conformance.scenarios.adapters import SYSTEMS
 from conformance.scenarios.compare import Explainer, SideBySide, side_by_side
 from conformance.scenarios.format import ScenarioFile
 from conformance.scenarios.outputs import output_paths, write_outputs
@@ -53,6 +54,12 @@ def run_on_system(scenario: ScenarioFile, system: str, *, version: str) -> SideB
 
 
 def cannot_run(scenario: ScenarioFile, system: str) -> str | None:
+    """Why the scenario is not run on `system`: another system's protocol, or its notes' reason."""
+    if scenario.protocol not in SYSTEMS[system]:
+        return (
+            f"protocol {scenario.protocol} is another system's: its steps and observations have no "
+            f"counterpart on {system}, which runs protocols {', '.join(SYSTEMS[system])}"
+        )
     notes = scenario.systems.get(system)  # type: ignore[call-overload]
     return notes.cannot_run if notes else None
 
@@ -65,23 +72,23 @@ def scenario_on_system(scenario: ScenarioFile, args: argparse.Namespace, console
     reason = cannot_run(scenario, system)
     if reason is not None:
         if as_json:
-            verdict = {"holds": True, "exit_code": 0}
-            print(
-                json.dumps(
-                    {"name": scenario.name, "system": system, "run": False, "reason": reason, **verdict}
-                )
-            )
+            not_run = {"name": scenario.name, "system": system, "run": False, "reason": reason}
+            print(json.dumps({**not_run, "holds": True, "exit_code": 0}))
         else:
             console.print(f"[bold]{escape(scenario.name)}[/] is not run on {system}: {escape(reason)}")
         return 0
     target = output_paths(out, f"{scenario.name}-{system}")[0]  # checked before the run
     result = run_on_system(scenario, system, version=version)
     diagram, page = write_outputs(result.real, target)
+    code = 0 if result.passed else 1
+    if getattr(args, "junit", None) is not None:  # the real run's expectations, one case each
+        from conformance.junit import scenario_cases, suite, write
+
+        write(args.junit, [suite(f"scenario {scenario.name} on {system}", scenario_cases(result.real))])
     if as_json:
         summary = side_by_side_summary(result, system)
-        code = 0 if result.passed else 1
-        verdict = {"holds": result.passed, "exit_code": code}
-        print(json.dumps({**summary, "run": True, "diagram": str(diagram), "page": str(page), **verdict}))
+        paths = {"diagram": str(diagram), "page": str(page)}
+        print(json.dumps({**summary, "run": True, **paths, "holds": code == 0, "exit_code": code}))
         return code
     console.print(side_by_side_table(result, system))
     for check in result.failing_checks:
@@ -100,4 +107,4 @@ def scenario_on_system(scenario: ScenarioFile, args: argparse.Namespace, console
         f" {len(result.explained_checks)} expectations differ as noted, {len(result.failing_checks)} fail;"
         f" diagram {escape(str(diagram))}, timeline {escape(str(page))}"
     )
-    return 0 if result.passed else 1
+    return code

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.systems.ignite import HeldMessage, IgniteHarness, Observation
+from conformance.systems.ignite import HeldMessage, IgniteError, IgniteHarness, Observation
 from impl.affinity import key_partition
 
 LOCK, NEAR_PREPARE, DHT_PREPARE = "GridNearLockRequest", "GridNearTxPrepareRequest", "GridDhtTxPrepareRequest"
@@ -34,6 +34,7 @@ SUPPLY = "GridDhtPartitionSupplyMessage"
 TX_HELD = (LOCK, NEAR_PREPARE, DHT_PREPARE, DHT_PREPARED, NEAR_PREPARED, NEAR_FINISH, DHT_FINISH, RECOVERY)
 FINISHED_TX = frozenset({"COMMITTED", "ROLLED_BACK"})
 POLL = 0.05  # seconds between two looks at the cluster while waiting for Ignite
+AFFINITY_GRACE = 3.0  # seconds a rebalancing's end waits for Ignite's late affinity switch to begin
 
 
 class NotPossible(Exception):
@@ -323,8 +324,18 @@ class StepDriver:
         self._until(lambda: self._seen(node), f"{node} joining")
 
     def _baseline_change(self) -> None:
-        """The operator sets the baseline to the running servers: its exchange starts (and may be held)."""
-        if not self.h.call("baseline", wait_ms=500)["done"]:
+        """The operator sets the baseline to the running servers: its exchange starts (and may be held).
+        Ignite refuses the change while a state change (an earlier baseline change) is still in progress."""
+        try:
+            done = self.h.call("baseline", wait_ms=500)["done"]
+        except IgniteError as error:
+            if "another state change operation is currently in progress" not in str(error):
+                raise
+            raise NotPossible(
+                "baseline-in-progress: Ignite refuses a baseline change while the previous one's exchange is "
+                "open"
+            ) from error
+        if not done:
             self._until(
                 lambda: any(v.pending for v in self.observe(entries=False).nodes.values()),
                 "the baseline change's exchange",
@@ -401,12 +412,20 @@ class StepDriver:
         )
 
     def _rebalance(self, node: str, part: int) -> list[HeldMessage]:
-        """The demander applies the batches held for it; done at the next batch or when its copy owns."""
+        """The demander applies the batches held for it; done at the next batch or when its copy owns. A
+        copy that owns ends its rebalancing with a late affinity switch, which the coordinator starts once
+        it learns of the copy's new state: a short grace lets it begin, as it would before any next step."""
         released = self._release(SUPPLY, to=node)
         self._until(
             lambda: bool(self.held(SUPPLY, to=node)) or self._rebalanced(node, part),
             f"{node} applying its supply",
         )
+        if not self.held(SUPPLY, to=node):
+            grace = time.monotonic() + AFFINITY_GRACE
+            while time.monotonic() < grace and not any(
+                "affinity" in v.pending for v in self.observe(entries=False).nodes.values()
+            ):
+                time.sleep(POLL)
         return released
 
     def _evict(self, node: str, part: int) -> None:

@@ -356,7 +356,10 @@ class IgniteSystem(System):
             ready=self._scenario_version(view.top_ver),
             owners={p: [name(n, n) for n in owners] for p, owners in sorted(view.assignment.items())},
             pending=sorted({e for v in live for e in v.pending}),
-            coordinator=name(view.coordinator, view.coordinator) if view.coordinator else None,
+            # protocol 2pc has no exchanges, so no coordinator to compare
+            coordinator=name(view.coordinator, view.coordinator)
+            if view.coordinator and self.scenario.protocol == "pme"
+            else None,
         )
         if obs.starting and self._agreed is not None:
             pending = sorted({*agreed.pending, "joined"})
