@@ -401,11 +401,15 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     scenario.add_argument("--json", action="store_true", help="print one JSON object")
     scenario.add_argument(
         "--system",
-        choices=["impl", "ignite"],
+        choices=["impl", "ignite", "hazelcast"],
         default="impl",
-        help="ignite: side by side with a real cluster",
+        help="a real system to run it on too, side by side with the implementation (docs/real-ignite.md, "
+        "docs/real-hazelcast.md)",
     )
     scenario.add_argument("--ignite-version", default="2.18.0", help="Ignite for --system ignite (2.18.0)")
+    scenario.add_argument(
+        "--hazelcast-version", default="5.7.0", help="Hazelcast for --system hazelcast (5.7.0)"
+    )
     _junit_argument(scenario)
 
     doctor = commands.add_parser(

@@ -83,7 +83,7 @@ def test_a_bad_note_is_refused_naming_its_place(tmp_path: Path) -> None:
     with pytest.raises(TidemarkError) as error:
         load_scenario(path)
     assert "systems.ignite.differences" in error.value.describe()
-    data["systems"] = {"hazelcast": {"cannot_run": "no"}}
+    data["systems"] = {"ncache": {"cannot_run": "no"}}
     path.write_text(json.dumps(data))
     with pytest.raises(TidemarkError, match="systems"):
         load_scenario(path)

@@ -1,12 +1,14 @@
 """tidemark's implementation and a real system side by side: the same scenario on both, every observation
 compared after every step, each difference explained or not.
 
-`observe(system)` is what both show after a step, through the System interface alone: per server its state,
-per partition the copy's state and counter (LWM, HWM, out-of-order items), its data and its transactions'
-states; the client's transactions; the topology (versions, owner lists, pending events, coordinator).
-`differences(impl, real)` lists every value that differs, by path (`s2.p0.lwm`, `s3.data`, `c1.t1`,
-`topology.owners[0]`). `explain` gives a difference the known behaviour of the real system it comes from
-(conformance/systems/ignite_differences.py for Ignite), or None: an unexplained difference is a finding.
+`observe(system)` is what both show after a step, through the System interface alone, per protocol: for
+Ignite's (2pc, pme) per server its state, per partition the copy's state and counter (LWM, HWM, out-of-order
+items), its data and its transactions' states, the client's transactions; for hazelcast per member its
+state, replica index and free sync permits and per namespace its versions, dirty flag and entries; for both
+the topology (versions, owner lists, pending events, coordinator). `differences(impl, real)` lists every
+value that differs, by path (`s2.p0.lwm`, `s3.data`, `c1.t1`, `m2.map1.versions`, `topology.owners[0]`).
+`explain` gives a difference the known behaviour of the real system it comes from (per system, e.g.
+conformance/systems/hazelcast_differences.py), or None: an unexplained difference is a finding.
 
 A scenario run on a real system passes when it ran to its end, each of its expectations holds on the real
 system or is listed in the scenario's `systems` notes with the reason it differs there, and every difference
@@ -30,6 +32,15 @@ Observed = dict[str, Any]
 
 def observe(system: System) -> Observed:
     """Everything comparable the system shows now (see the module docstring)."""
+    out = OBSERVERS.get(system.scenario.protocol, observe_counters)(system)
+    topology = system.topology().model_dump(mode="json")
+    topology["owners"] = {str(p): o for p, o in topology["owners"].items()}
+    out["topology"] = topology
+    return out
+
+
+def observe_counters(system: System) -> Observed:
+    """Ignite's protocols: servers' copies and counters, data, transactions; the client's transactions."""
     scenario = system.scenario
     txs = sorted({s.tx for s in scenario.steps if isinstance(s, TxStartStep)})
     out: Observed = {}
@@ -47,10 +58,33 @@ def observe(system: System) -> Observed:
             view["txs"] = {tx: s for tx in txs if (s := system.server_tx(node, tx)) is not None}
         out[node] = view
     out[system.client] = {tx: system.client_tx(tx) for tx in txs}
-    topology = system.topology().model_dump(mode="json")
-    topology["owners"] = {str(p): o for p, o in topology["owners"].items()}
-    out["topology"] = topology
     return out
+
+
+def observe_replicas(system: System) -> Observed:
+    """Hazelcast: per member its replica index, free permits and, per namespace, versions, dirty, entries."""
+    namespaces = [*(system.scenario.cluster.maps or ["map1"]), "internal"]
+    out: Observed = {}
+    for node in system.servers:
+        view: dict[str, Any] = {"state": system.node_state(node)}
+        if view["state"] != "down":
+            view.update(replica=system.replica(node), permits=system.permits(node))
+            for ns in namespaces:
+                view[ns] = {
+                    "versions": system.versions(node, ns),
+                    "dirty": system.dirty(node, ns),
+                    "entries": {str(k): v for k, v in system.entries(node, ns).items()},
+                }
+        out[node] = view
+    return out
+
+
+# Per protocol; the others (ncache) show what Ignite's do: copies, counters, data.
+OBSERVERS: dict[str, Callable[[System], Observed]] = {
+    "2pc": observe_counters,
+    "pme": observe_counters,
+    "hazelcast": observe_replicas,
+}
 
 
 @dataclass(frozen=True)
@@ -69,12 +103,13 @@ class Difference:
 
 
 def differences(impl: Observed, real: Observed, prefix: str = "") -> list[tuple[str, Any, Any]]:
-    """(path, impl value, real value) for every leaf that differs; data maps and lists compare whole."""
+    """(path, impl value, real value) for every leaf that differs; data and entries maps and lists compare
+    whole."""
     out = []
     for key in sorted(set(impl) | set(real)):
         a, b = impl.get(key), real.get(key)
         path = f"{prefix}{key}"
-        if isinstance(a, dict) and isinstance(b, dict) and key not in ("data", "owners"):
+        if isinstance(a, dict) and isinstance(b, dict) and key not in ("data", "entries", "owners"):
             out += differences(a, b, path + ".")
         elif isinstance(a, dict) and isinstance(b, dict) and key == "owners":
             out += [

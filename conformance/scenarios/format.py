@@ -534,14 +534,15 @@ class ClusterSection(BaseModel):
     )
 
 
-RealSystemName = Literal["ignite"]
+RealSystemName = Literal["ignite", "hazelcast"]
 MAX_NOTE = 1000
 MAX_NOTES = 200
 
 
 class RealSystemNotes(BaseModel):
     """How the scenario fares on a real system (`tidemark scenario FILE --system NAME`): that it cannot run
-    there and why, or which of its expectations do not hold there and why (docs/real-ignite.md)."""
+    there and why, or which of its expectations do not hold there and why (docs/real-ignite.md,
+    docs/real-hazelcast.md)."""
 
     model_config = ConfigDict(extra="forbid")
 

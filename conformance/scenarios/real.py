@@ -1,11 +1,11 @@
 """`tidemark scenario FILE --system NAME`: the scenario on tidemark's implementation and on a real system,
 side by side (conformance/scenarios/compare.py), each difference explained by what the system is known to
-do differently (for Ignite: conformance/systems/ignite_differences.py).
+do differently (conformance/systems/<system>_differences.py).
 
 Exit code 0 when the scenario passes on the real system - it ran to its end, every expectation holds
 there or the scenario's notes for the system say why not, every difference from the implementation is
 explained - or when the scenario's notes say it cannot run there; 1 otherwise; 3 when the system cannot
-start (conformance/systems/ignite.py IgniteError).
+start (the system's harness error, a ToolError).
 """
 
 from __future__ import annotations
@@ -32,9 +32,23 @@ def _ignite(version: str) -> tuple[Explainer, Callable[[], Any]]:
     return explain, lambda: shared_harness(version)
 
 
+def _hazelcast(version: str) -> tuple[Explainer, Callable[[], Any]]:
+    from conformance.scenarios.adapters.hazelcast_real import shared_harness
+    from conformance.systems.hazelcast_differences import explain
+
+    return explain, lambda: shared_harness(version)
+
+
+# Per real system: its explainer and a context manager sharing one harness JVM for the runs inside it.
+REAL_SYSTEMS: dict[str, Callable[[str], tuple[Explainer, Callable[[], Any]]]] = {
+    "ignite": _ignite,
+    "hazelcast": _hazelcast,
+}
+
+
 def run_on_system(scenario: ScenarioFile, system: str, *, version: str) -> SideBySide:
     """The side-by-side run of one scenario on `system` (one harness process for it, stopped after)."""
-    explain, harness = _ignite(version)
+    explain, harness = REAL_SYSTEMS[system](version)
     with harness():
         return side_by_side(scenario, system, explain)
 
@@ -51,9 +65,10 @@ def cannot_run(scenario: ScenarioFile, system: str) -> str | None:
 
 
 def scenario_on_system(scenario: ScenarioFile, args: argparse.Namespace, console: Console) -> int:
-    """The command (`args`: system, ignite_version, out, json): run, write the real run's diagram and page,
-    print the table (or JSON); the exit code."""
-    system, version, out, as_json = args.system, args.ignite_version, args.out, args.json
+    """The command (`args`: system, SYSTEM_version, out, json): run, write the real run's diagram and page,
+    print the table (or JSON, with `holds` and `exit_code` as every command's); the exit code."""
+    system, out, as_json = args.system, args.out, args.json
+    version = getattr(args, f"{system}_version")
     reason = cannot_run(scenario, system)
     if reason is not None:
         if as_json:

@@ -184,7 +184,7 @@ class IgniteSystem(System):
         """Stop the cluster (and its JVM, unless shared); its directories go with it."""
         if self._own is not None:
             self._own.close()
-        elif harness._proc is not None:
+        elif harness.process is not None:
             harness.reset()
 
     @property

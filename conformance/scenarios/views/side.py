@@ -13,10 +13,24 @@ from conformance.scenarios.compare import Difference, Observed, SideBySide
 from conformance.scenarios.outputs import scenario_summary
 
 
+def _member_text(view: dict[str, Any]) -> str:
+    """Hazelcast, e.g. `r1 p10 map1 (3,3)* {0: 1}`: replica index, free permits, per namespace with a fragment
+    or entries its versions (* dirty) and entries."""
+    parts = [f"r{view['replica']} p{view['permits']}"]
+    for ns, f in sorted((k, v) for k, v in view.items() if isinstance(v, dict)):
+        if f["versions"] or f["entries"]:
+            vector = "(" + ",".join(map(str, f["versions"])) + ")" + ("*" if f["dirty"] else "")
+            data = ", ".join(f"{k}: {v}" for k, v in f["entries"].items())
+            parts.append(f"{ns} {vector} {{{data}}}")
+    return " ".join(parts)
+
+
 def _server_text(view: dict[str, Any]) -> str:
     """e.g. `OWNING lwm=5 hwm=5 (3,2) {1: v1, 4: v4}`; `down` for a server that is down."""
     if view.get("state") == "down":
         return "down"
+    if "replica" in view:
+        return _member_text(view)
     parts = []
     for key in sorted(k for k in view if k.startswith("p") and k[1:].isdigit()):
         copy = view[key]
