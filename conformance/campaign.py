@@ -374,20 +374,32 @@ def run_campaign(
     fixes: Iterable[Fix] = tuple(Fix),
     mutant: str | None = None,
     spark: Any = None,
+    until_failure: int = 0,
 ) -> CampaignReport:
     """`walks` seeded walks of up to `steps` steps, as a Spark job on `spark` (a session) or in this
-    process; the first failure (in walk order) is kept for shrinking."""
+    process; the first failure (in walk order) is kept for shrinking. With `until_failure` = n > 0 the
+    walks run in rounds of n and stop after the first round that fails (hunting a known bug)."""
     shape = shape or Shape()
     chosen = frozenset(fixes)
     _implementation(mutant)
     started = time.monotonic()
     job = partial(_walk_partition, seed, steps, shape, chosen, mutant)
-    if spark is None:
-        lines: Iterable[str] = job(iter(range(walks)))
-    else:
-        slices = max(1, min(walks, spark.sparkContext.defaultParallelism * 4))
-        lines = spark.sparkContext.parallelize(range(walks), slices).mapPartitions(job).collect()
-    report = _summarize(map(WalkResult.model_validate_json, lines), seed, walks, steps, chosen, mutant)
+    results: list[WalkResult] = []
+    rounds = (
+        [range(walks)]
+        if until_failure <= 0
+        else [range(i, min(i + until_failure, walks)) for i in range(0, walks, until_failure)]
+    )
+    for indices in rounds:
+        if spark is None:
+            lines: Iterable[str] = job(iter(indices))
+        else:
+            slices = max(1, min(len(indices), spark.sparkContext.defaultParallelism * 4))
+            lines = spark.sparkContext.parallelize(indices, slices).mapPartitions(job).collect()
+        results += map(WalkResult.model_validate_json, lines)
+        if until_failure > 0 and any(r.failure for r in results):
+            break
+    report = _summarize(results, seed, len(results), steps, chosen, mutant)
     report.seconds = round(time.monotonic() - started, 3)
     report.master = None if spark is None else spark.sparkContext.master
     return report

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -26,6 +26,9 @@ from conformance.errors import Terminated, TidemarkError, exit_code
 from conformance.scratch import signals_unwind
 from conformance.tlc.output import TlcResult
 from conformance.tlc.runner import TlcOptions
+
+if TYPE_CHECKING:
+    from conformance.campaign import CampaignReport
 
 # soft_wrap: paths and messages are never broken mid-word when output is not a terminal.
 # Tables get a readable width when output goes to a file or CI log (rich assumes 80 there).
@@ -268,6 +271,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
             steps=args.steps,
             seed=args.seed,
             zoo=not args.skip_zoo,
+            campaign_walks=args.walks,
+            reach=True,
+            deep=args.deep,
             on_line=status.line,
             wait=not args.no_wait,
         )
@@ -288,11 +294,55 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 f"audit: {report.audit.report.rows:,} generated rows, the injected divergences"
                 f" {'found exactly' if report.audit.holds else 'NOT found exactly'}"
             )
+        if report.campaign is not None:
+            out.print(campaign_line(report.campaign))
+            failing += ["the campaign"] if not report.campaign.holds else []
+        if report.deep is not None:
+            failing += ["the deep models"] if not report.deep.holds else []
+        for row in report.reachability:
+            out.print(f"reached by {row.model}: {', '.join(row.reached) or 'none'}")
         out.print(
             f"[red]FAILS: {', '.join(failing)}[/]" if failing else "[green]everything holds[/]",
             f"({report.total_seconds:.1f} s); report: {escape(str(page))}",
         )
     return 0 if report.holds else 1
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from conformance.campaign import run_campaign, write_scenario
+    from conformance.spark import spark_session
+    from impl.cluster import Fix
+
+    fixes = () if args.faithful else tuple(Fix)
+    kwargs = {
+        "walks": args.walks,
+        "steps": args.steps,
+        "seed": args.seed,
+        "mutant": args.mutant,
+        "fixes": fixes,
+    }
+    if args.local:
+        report = run_campaign(**kwargs)
+    else:
+        with spark_session(args.master) as spark:
+            report = run_campaign(**kwargs, spark=spark)
+    scenario = write_scenario(report, args.out) if report.first_failure else None
+    if args.json:
+        print(json.dumps({**report.model_dump(mode="json"), "scenario": str(scenario) if scenario else None}))
+    else:
+        out.print(campaign_line(report))
+        out.print("reached: " + ", ".join(f"{b} ({n})" for b, n in report.reached.items()))
+        if report.first_failure is not None and scenario is not None:
+            out.print(f"[red]{escape(report.first_failure.violation)}[/]; shrunk: {escape(str(scenario))}")
+    return 0 if report.holds else 1
+
+
+def campaign_line(report: CampaignReport) -> str:
+    verdict = "[green]holds[/]" if report.holds else f"[red]{report.failures} failing walk(s)[/]"
+    return (
+        f"campaign: {verdict} - {report.walks:,} walks, {report.steps:,} steps in {report.seconds:.1f} s"
+        f" ({report.walks_per_second:.1f} walks/s, {report.steps_per_second:,.0f} steps/s)"
+    )
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -485,6 +535,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "scenario": cmd_scenario,
     "verify": cmd_verify,
     "audit": cmd_audit,
+    "campaign": cmd_campaign,
 }
 
 

@@ -47,6 +47,10 @@ HZ_ZOO_SPEC = Path("spec/HazelcastZoo.tla")
 HZ_SMALL = Path("tests/models/HazelcastAntiEntropy-zoo.cfg")  # 2 members, a map and internal, 2 permits
 HZ_PROMOTION = Path("tests/models/HazelcastAntiEntropy-promotion-zoo.cfg")  # 3 members, two crashes
 HZ_LIVENESS = Path("spec/HazelcastAntiEntropy-liveness.cfg")  # convergence under fairness
+MERGED = Path("tests/models/PME-merged.cfg")  # 3 servers, two crashes: a join exchange meets a node left
+RENTING = Path("tests/models/PME-renting.cfg")  # baseline changes, two crashes: RENTING copies reassigned
+THRESHOLD = Path("tests/models/PME-threshold.cfg")  # a partition whose size equals the WAL threshold
+OUTAGE = Path("tests/models/PME-outage.cfg")  # both servers fail, restart and the cluster is activated
 DEFAULT_WORK_DIR = Path("runs/zoo")
 
 # Each protocol's implementation mutants, by its spec module's name.
@@ -134,6 +138,30 @@ ZOO: tuple[ZooEntry, ...] = (
         "A full rebalance starts after key 0: the smallest key is never supplied",
         "FullFirst <- FullFirstAfterZero",
         SMALL,
+    ),
+    ZooEntry(
+        "merged-left-finalizes-joiner",
+        "A server left merged into a join exchange finalizes the rejoining copy's holes as rollbacks",
+        "FinalizesCounters <- FinalizesOnAnyLeft",
+        MERGED,
+    ),
+    ZooEntry(
+        "renting-keeps-counter",
+        "A RENTING copy assigned again is rebalanced from its own LWM, which it got before its data",
+        "Reassigned <- ReassignedAtLwm",
+        RENTING,
+    ),
+    ZooEntry(
+        "wal-threshold-inclusive",
+        "Historical rebalance for a partition with exactly the threshold's entries (Ignite needs more)",
+        "EnoughEntries <- EnoughEntriesAtThreshold",
+        THRESHOLD,
+    ),
+    ZooEntry(
+        "activation-without-demotion",
+        "The activation after a total outage demotes no lagging OWNING copy",
+        "Demote <- DemoteWithoutActivation",
+        OUTAGE,
     ),
     *(
         ZooEntry(name, title, override, model, HZ_SPEC, HZ_ZOO_SPEC, reproduces)

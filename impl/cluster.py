@@ -159,6 +159,9 @@ class Fix(StrEnum):
     # A backup rolling back a recovered transaction applies its counter range (update and rollback record)
     # instead of dropping it: a new primary can no longer hand out a range some copy closed.
     RECOVERY_CLOSES_RANGE = "recovery-closes-range"
+    # The full message raises every updated copy's HWM to the highest counter any copy applied (impl/pme.py):
+    # a range a copy closed above its LWM (a rollback) is not handed out again either.
+    EXCHANGE_RAISES_HWM = "exchange-raises-hwm"
     # An exchange that demotes (join, baseline change, activation) first closes, on every copy, the gaps
     # no other live copy covers (updates that exist nowhere; impl/pme.py): a node left merged into a join
     # exchange or a total outage no longer leaves a copy whose LWM understates what it holds.

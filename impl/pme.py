@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from impl.cluster import ACTIVE, STEPS, Cluster, Config, Fix, NearTx, Node
+from impl.cluster import ACTIVE, STEPS, Cluster, Config, Fix, NearState, NearTx, Node
 from impl.counter import CounterInconsistencyError, PartitionUpdateCounter
 from impl.idle_verify import (
     HashRecord,
@@ -339,6 +339,14 @@ class PmeCluster(Cluster):
     def _when_tx_remap(self, tx: str) -> Message | None:
         return super()._when_tx_remap(tx) if self.writable(tx) else None
 
+    def _when_tx_rollback(self, tx: str) -> object | None:
+        """Also: a locking transaction whose partition became LOST fails on the near node (its lock future
+        fails with the partition's loss) and is rolled back."""
+        near = self.near[tx]
+        if near.state is NearState.LOCKING and not self.writable(tx):
+            return near
+        return super()._when_tx_rollback(tx)
+
     def _when_lock(self, tx: str, node: str) -> Message | None:
         """The primary locks only keys of its OWNING copies (late affinity keeps an OWNING copy primary and
         the primary refuses otherwise); the request waits until the copy owns or the topology changes."""
@@ -494,18 +502,23 @@ class PmeCluster(Cluster):
 
     def _gaps_closed(self, node: str, part: int) -> list[tuple[int, int]]:
         """The gaps of the copy the exchange closes besides finalize, as ranges (start, delta): none in
-        Ignite; with Fix.EXCHANGE_CLOSES_UNCOVERED_GAPS, at an exchange that demotes, those no other live
-        copy covers (updates that exist nowhere)."""
-        if Fix.EXCHANGE_CLOSES_UNCOVERED_GAPS not in self.config.fixes or not self._demotes():
+        Ignite; with Fix.EXCHANGE_CLOSES_UNCOVERED_GAPS, at an exchange that demotes, in a partition that
+        stays (an OWNING copy of a server that is no joiner), those for which no other live server logged
+        an update (updates that exist nowhere). Closing logs rollback records, not data records, so the
+        servers' decisions do not depend on their order."""
+        stays = part not in self._already_lost() and any(
+            o not in self.joiners and self.state_of(o, part) == PartState.OWNING for o in self.alive
+        )
+        if Fix.EXCHANGE_CLOSES_UNCOVERED_GAPS not in self.config.fixes or not self._demotes() or not stays:
             return []
         counter = self.nodes[node].counters[part]
-        others = [
-            covered(self.nodes[o].counters[part])
+        logged = {
+            r.cntr
             for o in self.alive - {node}
-            if part in self.nodes[o].counters and part in self.states[o]
-        ]
-        holes = set(range(1, counter.highest_applied + 1)) - covered(counter)
-        return runs(c for c in holes if not any(c in cov for cov in others))
+            for r in self.nodes[o].disk.records()
+            if isinstance(r, DataRecord) and self.config.partition(r.key) == part
+        }
+        return runs(set(range(1, counter.highest_applied + 1)) - covered(counter) - logged)
 
     def _when_full_message(self, node: str) -> bool | None:
         ok = (
@@ -537,7 +550,12 @@ class PmeCluster(Cluster):
                 if new.state in (PartState.OWNING, PartState.MOVING):
                     # Ignite logs "Failed to update partition counter" and carries on (exchange_report).
                     with suppress(CounterInconsistencyError):
-                        counter.update_lwm(self._max_lwm(p))
+                        counter.update_lwm(self._full_counter(p))
+                    floor = self._hwm_floor(p)
+                    if floor > counter.hwm:
+                        c.nodes[n].counters[p] = PartitionUpdateCounter(
+                            counter.lwm, floor, counter.items, counter.first
+                        )
                 if new.state is PartState.MOVING:
                     demands.append(self._demand(n, p, new.init))
             c.states[n] = copies
@@ -575,6 +593,20 @@ class PmeCluster(Cluster):
         """No server that was in the topology at ready_ver has an OWNING copy: a copy that comes back with a
         joining server vouches for nothing on its own (it may lack what the owners that left had)."""
         return set(self._owning_copies(part)) <= self.joiners
+
+    def _full_counter(self, part: int) -> int:
+        """The counter the full message carries, which OWNING and MOVING copies take: the maximum LWM of every
+        copy reported, MOVING and RENTING ones included (Ignite's collectUpdateCounters); only demotions and
+        suppliers look at OWNING copies alone."""
+        return max((info[part].lwm for info in self.singles.values() if part in info), default=0)
+
+    def _hwm_floor(self, part: int) -> int:
+        """A floor under every updated copy's HWM besides the counter: none in Ignite; with
+        Fix.EXCHANGE_RAISES_HWM the highest counter any copy in the single messages applied."""
+        if Fix.EXCHANGE_RAISES_HWM not in self.config.fixes:
+            return 0
+        counters = (self.nodes[n].counters[part] for n in self.singles if part in self.states[n])
+        return max((ctr.highest_applied for ctr in counters), default=0)
 
     def _max_lwm(self, part: int) -> int:
         return max((self.singles[n][part].lwm for n in self._owning_copies(part)), default=0)
@@ -836,7 +868,7 @@ def exchange_report(cluster: PmeCluster) -> ExchangeReport:
     for part in range(cluster.config.partitions):
         if part in cluster._already_lost() or cluster._lost_now(part):
             continue
-        best = cluster._max_lwm(part)
+        best = cluster._full_counter(part)
         failing = []
         for node in sorted(cluster.singles):
             new = cluster._exchange_state(node, part)

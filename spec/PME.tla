@@ -210,8 +210,19 @@ Init ==
 \* OWNING while the lock is held (the exchange waits for it), so prepare finds it OWNING too.
 PrimaryOwning(t, n) == \A k \in Tx!Writes[t] : StateOf(n, Part(k)) = "OWNING"
 
+\* A locking transaction whose partition became LOST fails on the near node (Ignite's lock future fails
+\* with the partition's loss), and is rolled back like one whose primary left.
+TxFailsOnLost(t) ==
+    /\ near[t].state = "locking"
+    /\ ~Writable(t)
+    /\ near' = [near EXCEPT ![t].state = "rolledBack"]
+    /\ msgs' = {m \in msgs : m.tx # t}
+    /\ action' = [name |-> "TxRollback", tx |-> t]
+    /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, txs, counter, data, wal>>
+
 TxStep ==
     /\ \/ \E t \in Txs : /\ Writable(t) /\ (Tx!TxStart(t) \/ Tx!TxRemap(t))
+       \/ \E t \in Txs : TxFailsOnLost(t)
        \/ \E t \in Txs : Tx!TxPrepare(t) \/ Tx!TxCommit(t) \/ Tx!TxRollback(t) \/ Tx!Recover(t)
        \/ \E t \in Txs, n \in alive :
             \/ Tx!Lock(t, n) /\ PrimaryOwning(t, n)
@@ -363,6 +374,19 @@ Coordinator == joinOrder[1]
 \* vouches for nothing on its own (it may lack what the owners that left had).
 OwningCopies(p) == {n \in DOMAIN singles : p \in DOMAIN singles[n] /\ singles[n][p].state = "OWNING"}
 MaxLwm(p) == Max({0} \cup {singles[n][p].lwm : n \in OwningCopies(p)})
+
+\* The counter the full message carries for p, which every OWNING and MOVING copy takes (update(max)): the
+\* maximum LWM of every copy reported, MOVING and RENTING ones included (Ignite's collectUpdateCounters
+\* over the single messages; only the demotions and the suppliers look at OWNING copies alone). A MOVING
+\* copy that closed a range - it applied a rollback its OWNING peers never received - thus raises the new
+\* primary's HWM above that range.
+FullCounter(p) == Max({0} \cup {singles[n][p].lwm : n \in {o \in DOMAIN singles : p \in DOMAIN singles[o]}})
+
+\* A floor the full message puts under every updated copy's HWM besides the counter: none in Ignite.
+\* spec/PMEFixed.tla raises it to the highest counter any copy applied, so that a new primary never hands
+\* out a range a copy closed (a rolled-back range above that copy's LWM).
+HwmFloor(p) == 0
+RaisedHwm(ctr, f) == IF f > ctr.hwm THEN [ctr EXCEPT !.hwm = f] ELSE ctr
 Suppliers(p) == {n \in OwningCopies(p) : singles[n][p].lwm = MaxLwm(p)}
 PartSize(n, p) == Cardinality({k \in DOMAIN data[n] : Part(k) = p})
 
@@ -432,7 +456,7 @@ UpdateFailures ==
     {np \in (DOMAIN singles) \X (Parts \ (AlreadyLost \cup NowLost)) :
         LET n == np[1] p == np[2]
         IN /\ p \in Copies(n) /\ ExchangeState(n, p).state \in {"OWNING", "MOVING"}
-           /\ CounterUpdateFails(counter[n][p], MaxLwm(p))}
+           /\ CounterUpdateFails(counter[n][p], FullCounter(p))}
 Validated(p) == {n \in DOMAIN singles \ joiners :
                     /\ p \in Copies(n) /\ ExchangeState(n, p).state = "OWNING"
                     /\ (singles[n][p].lwm > 0 \/ PartSize(n, p) > 0)}
@@ -460,7 +484,8 @@ FullMessage ==
                            IF n \notin alive THEN counter[n]
                            ELSE [p \in copies(n) |->
                                    IF p \in live /\ new[n][p].state \in {"OWNING", "MOVING"}
-                                   THEN FullUpdate(ctr(n, p), MaxLwm(p)) ELSE ctr(n, p)]]
+                                   THEN RaisedHwm(FullUpdate(ctr(n, p), FullCounter(p)), HwmFloor(p))
+                                   ELSE ctr(n, p)]]
           /\ rebal' = {LET p == nm[2]
                            init == new[nm[1]][p].init
                            s == SupplierFor(p, init)

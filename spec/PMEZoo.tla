@@ -11,9 +11,10 @@
 (* so the correct spec stays untouched and every bug is one line away.     *)
 (* `tidemark zoo` (conformance/zoo.py) writes those configs, runs TLC on   *)
 (* this module and expects a counterexample for each; docs/bugzoo.md       *)
-(* explains them.                                                          *)
+(* explains them. It extends spec/PMEFixed.tla so that a bug can also be   *)
+(* put into a model of the fixed protocol (the deep models).               *)
 (***************************************************************************)
-EXTENDS PME
+EXTENDS PMEFixed
 
 \* 1. No out-of-order tracking: update(start, delta) moves LWM to the end of the range, over any hole.
 UpdateWithoutTracking(ctr, s, d) ==

@@ -401,6 +401,51 @@ def merged_left_gaps(h: IgniteHarness) -> Record:
     return r.record
 
 
+# --- i. a total outage leaves a primary's gap: the activation keeps a copy without an update ----------------
+
+
+def activation_gaps(h: IgniteHarness) -> Record:
+    """3 servers, 2 backups. B1 fails and the exchange completes. t1 (key 2, counter 3) is prepared on the
+    primary P only (its prepare request to B2 held, no commit decided); t2 (key 3, counter 4) commits on P
+    and B2: both have a gap at 3. Then every server stops (B2, then P; tx recovery's messages dropped). The
+    model loses t2 on B1 when nothing decides t1 between the two stops (the gap survives the outage and
+    hides t2 from the activation): does Ignite decide t1 first, and is B1 rebalanced?"""
+    r = Run(h, "activation-keeps-gaps")
+    h.start(3, partitions=1, backups=2)
+    first = r.step("put keys 0, 1", lambda: h.call("put", writes={"0": "a0", "1": "a1"}))
+    primary, b1, b2 = roles(first)
+    r.record["roles"] = {"P": primary, "B1": b1, "B2": b2}
+    r.step(f"NodeFail {b1} (B1)", lambda: h.step("NodeFail", node=b1))
+    r.step("exchange done", lambda: h.await_exchange())
+    h.hold_step("BackupPrepare", tx="t1", node=b2)
+    r.step("TxStart t1 key 2", lambda: h.step("TxStart", tx="t1", keys={2: "t1"}))
+    r.step("TxPrepare t1 (prepare to B2 held)", lambda: h.step("TxPrepare", tx="t1", wait_ms=2000))
+    r.step("TxStart t2 key 3", lambda: h.step("TxStart", tx="t2", keys={3: "t2"}))
+    gap = r.step("TxCommit t2", lambda: h.step("TxCommit", tx="t2"))
+    h.block("GridCacheTxRecoveryRequest", drop=True)
+    h.block("GridCacheTxRecoveryResponse", drop=True)
+    r.step("outage: every server stops", lambda: h.call("outage"))
+    h.call("unblock")
+    for n in (primary, b1, b2):
+        h.step("Restart", node=n, wait_ms=2000)  # a lone server waits for the others of the baseline
+    for n in (primary, b1, b2):
+        h.call("await_start", node=n, wait_ms=60_000)
+    activated = r.step("activate", lambda: h.call("activate"))
+    final = r.step("rebalanced", lambda: h.await_rebalance(30_000))
+    r.log("activation", r"Failed to update|inconsisten|validation has|Starting rebalance routine|recover", 30)
+    verdict = h.idle_verify()
+    r.record["idle_verify"] = verdict.text
+    r.record["demands"] = [d.model_dump(by_alias=True) for d in h.demands()]
+    at_gap = gap.copy_of(primary) if gap else None
+    back = activated.copy_of(primary) if activated else None
+    r.check("P had a gap at counter 3", at_gap is not None and at_gap.lwm == 2 and bool(at_gap.gaps))
+    r.check("P keeps the gap after the activation", back is not None and back.lwm == 2 and bool(back.gaps))
+    r.check("B1 was rebalanced", any(d.demander == b1 for d in h.demands()))
+    r.check("B1 has t2's key 3 at the end", entries(final, b1).get(3) == "t2")
+    r.check("idle_verify clean", not verdict.has_conflicts)
+    return r.record
+
+
 FINDINGS: dict[str, Callable[[IgniteHarness], Record]] = {
     "key-zero-full-rebalance": key_zero,
     "wal-threshold-equal": lambda h: threshold(h, 4),
@@ -411,6 +456,7 @@ FINDINGS: dict[str, Callable[[IgniteHarness], Record]] = {
     "moving-renting-moving": renting_again,
     "all-owners-fail": all_owners_fail,
     "merged-left-keeps-gaps": merged_left_gaps,
+    "activation-keeps-gaps": activation_gaps,
 }
 
 
