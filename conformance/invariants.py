@@ -23,8 +23,11 @@ def data_records(cluster: PmeCluster) -> set[DataRecord]:
 
 
 def acked(cluster: PmeCluster, tx: str) -> bool:
-    """PRIMARY_SYNC: the near node decided commit and the primary committed."""
-    near = cluster.near[tx]
+    """PRIMARY_SYNC: the near node decided commit and the primary committed (a scenario's initial data,
+    written by no transaction of the run, was committed everywhere before it)."""
+    near = cluster.near.get(tx)
+    if near is None:
+        return True
     return near.state is NearState.COMMITTED and any(
         isinstance(r, DataRecord) and r.tx == tx for r in cluster.nodes[near.primary].disk.records()
     )
@@ -47,18 +50,26 @@ def copies(cluster: PmeCluster) -> list[tuple[str, int, PartState]]:
 
 def unique_counters(cluster: PmeCluster) -> Iterator[str]:
     writers: dict[tuple[int, int], tuple[int, str]] = {}
-    closed: set[tuple[int, int]] = set()
-    for node in cluster.nodes.values():
-        for r in node.disk.records():
-            if isinstance(r, RollbackRecord):
-                closed.update((r.part, c) for c in range(r.start + 1, r.start + r.delta + 1))
-    for r in sorted(data_records(cluster)):
+    records = sorted(data_records(cluster))
+    for r in records:
         at = (cluster.config.partition(r.key), r.cntr)
-        if at in closed:
-            yield f"p{at[0]} counter {r.cntr} is both {r} and a closed range"
         first = writers.setdefault(at, (r.key, r.tx))
         if first != (r.key, r.tx):
             yield f"p{at[0]} counter {r.cntr} names key {first[0]} of {first[1]} and {r}"
+    for node in sorted(cluster.config.servers):
+        logged = cluster.nodes[node].disk.records()
+        for part, copy in sorted(cluster.states[node].items()):
+            if copy.state is not PartState.OWNING:
+                continue  # a MOVING copy is rebalanced, a RENTING one evicted or rebalanced in full
+            closed = {
+                c
+                for r in logged
+                if isinstance(r, RollbackRecord) and r.part == part
+                for c in range(r.start + 1, r.start + r.delta + 1)
+            }
+            for r in records:
+                if cluster.config.partition(r.key) == part and r.cntr in closed and r not in logged:
+                    yield f"{node} (OWNING) closed p{part} counter {r.cntr} of {r}, which it lacks"
 
 
 def owning_covers_lwm(cluster: PmeCluster) -> Iterator[str]:

@@ -77,10 +77,12 @@ CONSTANTS
     WalRebalanceThreshold,\* historical rebalance only for partitions with more entries than this, e.g. 0
     BatchSize,            \* entries per supply message, e.g. 2
     WalTruncation,        \* may servers truncate their WAL archive (history for rebalancing)? e.g. FALSE
-    Checkpoints           \* may servers checkpoint (persist their counters' meta)? e.g. FALSE
+    Checkpoints,          \* may servers checkpoint (persist their counters' meta)? e.g. FALSE
+    FailAfterDecisions    \* does a server crash only once the client decided every started transaction?
+                          \*   A bound that keeps targeted models small, e.g. FALSE
 
 ASSUME /\ BaselineAutoAdjust \in BOOLEAN /\ WalRebalanceThreshold \in Nat /\ BatchSize \in Nat \ {0}
-       /\ WalTruncation \in BOOLEAN /\ Checkpoints \in BOOLEAN
+       /\ WalTruncation \in BOOLEAN /\ Checkpoints \in BOOLEAN /\ FailAfterDecisions \in BOOLEAN
 
 VARIABLES
     alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs, action,
@@ -240,6 +242,7 @@ TxStep ==
 NodeFail(n) ==
     /\ n \in alive
     /\ crashes < MaxFailures
+    /\ FailAfterDecisions => \A t \in Txs : near[t].state \in {"idle", "committed", "rolledBack"}
     /\ alive' = alive \ {n}
     /\ txs' = [txs EXCEPT ![n] = <<>>]
     /\ data' = [data EXCEPT ![n] = <<>>]
@@ -645,16 +648,11 @@ Spec == Init /\ [][Next]_vars
 LiveSpec == Spec /\ WF_vars(Next)
 
 -----------------------------------------------------------------------------
-(* Model constraints and views                                              *)
+(* Views                                                                    *)
 
 \* The state without the step that led to it: no action reads `action`, so states that differ only there
 \* have the same futures, and exhaustive checks that need no replay (the deep models) merge them.
 WithoutAction == <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs, pmeVars>>
-
-\* A server that fails while a join exchange runs holds no copy: models that keep the rejoining copy's
-\* side of a merged exchange (tests/models/PME-merged.cfg) apart from a survivor's gaps surviving the
-\* merge, which loses data in Ignite (docs/findings/merged-left-keeps-gaps.md; spec/PMEFixed.tla).
-MergedLeftHoldsNoCopy == ("joined" \in pending /\ "left" \in pending) => \A n \in Servers \ alive : Copies(n) = {}
 
 -----------------------------------------------------------------------------
 (* Invariants and properties                                                *)
@@ -673,8 +671,18 @@ Copy(n, p) == n \in alive \cup restarted /\ p \in Copies(n)
 UpdatesIn(p) == Tx!DataRecsIn(p)
 
 \* Counters are never reused, across primary switches too: a counter value names one update of a
-\* partition everywhere (or a closed gap), otherwise comparing counters would equate different data.
-UniqueCounters == Tx!UniqueCounters
+\* partition everywhere, and an OWNING copy (live or down: its state persists) never closed as a rollback
+\* a counter that names an update it lacks - otherwise comparing counters would equate different data.
+\* Copies that are not OWNING may close such a counter (Ignite finalizes RENTING and MOVING copies too):
+\* a MOVING copy gets the update by rebalancing, a RENTING one is evicted or, assigned again, rebalanced
+\* in full (spec/TxCounters.tla states the stricter form: no copy ever closes an update's counter).
+UniqueCounters ==
+    \A p \in Parts :
+        LET recs == UpdatesIn(p)
+        IN /\ \A r, o \in recs : r.cntr = o.cntr => r.key = o.key /\ r.tx = o.tx
+           /\ \A n \in Servers :
+                 StateOf(n, p) = "OWNING" =>
+                     \A r \in recs : r.cntr \in Durable({c \in wal[n] : c.type = "rollback"}, p) => r \in wal[n]
 
 \* An OWNING copy holds every update its LWM covers (or a later write of the key): rebalancing and
 \* idle_verify trust LWM, so a covered update the copy lacks would be lost for good.

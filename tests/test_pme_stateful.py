@@ -63,8 +63,12 @@ def make_machine(
         @rule(data=st.data())
         def step(self, data: st.DataObject) -> None:
             protocol, faults = self._choices()
+            if not protocol and not faults:
+                return  # the run is over (the spec's Done)
             # Faults drawn uniformly with the protocol's steps would crash most runs early.
-            fault = not protocol or data.draw(st.integers(1, FAULT_ODDS), label="fault?") == 1
+            fault = not protocol or (
+                bool(faults) and data.draw(st.integers(1, FAULT_ODDS), label="fault?") == 1
+            )
             step = data.draw(st.sampled_from(faults if fault else protocol), label="step")
             before, self.cluster = self.cluster, self.cluster.apply(step)
             self.last = (before, step)

@@ -7,7 +7,8 @@ singles (the coordinator's single messages), rebal (Demand and Supply messages),
 history (where each WAL archive was truncated), joinOrder (join_order: the live servers, oldest first),
 active, and ckpt (each disk's checkpointed counter meta: lwm and the gaps its bytes hold).
 
-Spec-level rules kept here: MaxFailures bounds NodeFail (the spec counts crashes), BaselineAutoAdjust
+Spec-level rules kept here: MaxFailures bounds NodeFail (the spec counts crashes) and FailAfterDecisions
+holds it back while the client has an undecided transaction, BaselineAutoAdjust
 allows BaselineChange, WalTruncation allows TruncateWal, Checkpoints allows Checkpoint, and Done is the
 spec's terminal step once nothing is in flight. spec/PMEFixed.tla maps onto a cluster with every proposed
 fix on (impl.cluster.Fix).
@@ -123,12 +124,13 @@ class PmeMapping(TxCountersMapping):
             self.auto_adjust = _bool(constants["BaselineAutoAdjust"])
             self.truncation = _bool(constants["WalTruncation"])
             self.checkpoints = _bool(constants["Checkpoints"])
+            self.fail_after_decisions = _bool(constants["FailAfterDecisions"])
         except (KeyError, ReplayError) as error:
             raise TidemarkError(
                 f"model constants do not fit PME: {error}",
                 source="PME model",
-                expected="BaselineAutoAdjust, WalTruncation, Checkpoints (booleans), WalRebalanceThreshold, "
-                "BatchSize",
+                expected="BaselineAutoAdjust, WalTruncation, Checkpoints, FailAfterDecisions (booleans), "
+                "WalRebalanceThreshold, BatchSize",
             ) from error
 
     def make_config(self, constants: Mapping[str, Value], **fields: Any) -> Config:
@@ -227,7 +229,13 @@ class PmeMapping(TxCountersMapping):
         )
 
     def _may_fail(self, cluster: Cluster) -> bool:
-        return cast(PmeCluster, cluster).crashes < self.max_failures
+        decided = all(
+            t.state in (NearState.IDLE, NearState.COMMITTED, NearState.ROLLED_BACK)
+            for t in cluster.near.values()
+        )
+        return cast(PmeCluster, cluster).crashes < self.max_failures and (
+            decided or not self.fail_after_decisions
+        )
 
     def _allowed(self, step: Step, cluster: Cluster) -> bool:
         switches = {
