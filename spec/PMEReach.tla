@@ -31,4 +31,7 @@ ASSUME \A i \in 1..Len(Boundaries) : TLCSet(i, FALSE)
 RecordReach ==
     \A i \in 1..Len(Boundaries) :
         (~TLCGet(i) /\ Reached(i)) => (TLCSet(i, TRUE) /\ PrintT(<<"tidemark-reached", Boundaries[i]>>))
+
+\* The bounded deep check CI runs (tests/test_deep.py): behaviors of at most this many steps.
+CiBound == TLCGet("level") <= 14
 =============================================================================
