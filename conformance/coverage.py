@@ -126,9 +126,11 @@ def deep_section(deep: DeepReport) -> str:
     for m in deep.models:
         fixed, faithful = m.fixed, m.faithful
         states = f"{fixed.distinct_states:,}" if fixed.distinct_states is not None else "–"
+        rest = m.residual
+        left = f"; left by the fixes: {_e(rest.invariant or rest.outcome.value)}" if rest else ""
         rows.append(
             f"<tr><td>{_e(m.name)}</td><td>{_e(fixed.outcome.value)}, {states} states,"
-            f" {fixed.seconds:.0f} s</td><td>{_e(faithful.invariant or faithful.outcome.value)}"
+            f" {fixed.seconds:.0f} s{left}</td><td>{_e(faithful.invariant or faithful.outcome.value)}"
             f" ({_e(m.finding)})</td><td>{_mark(m.holds)}</td></tr>"
         )
     zoo = "".join(

@@ -10,6 +10,8 @@ without `action`):
   plus the recording of the boundary situations reached, conformance/reach.py's list) - they must hold;
 - Ignite's protocol on the same models (spec/PME.tla, spec/TxCounters.tla) - TLC must find the data loss
   the findings document (a violation; which invariant and how long the trace are reported);
+- where the fixes leave a loss (a residual model: the fixed protocol with every invariant), TLC must find
+  it, as its finding documents;
 - the bug zoo's entries of issue 20 put into the fixed deep models - TLC must catch each;
 - the random-walk campaign against the same entries' mutants (conformance/campaign.py) - it must catch
   each within a budget of walks.
@@ -46,6 +48,7 @@ class DeepModel:
     faithful: Path  # the same model of Ignite's protocol, run on `faithful_spec`: TLC must find a loss
     faithful_spec: Path
     finding: str  # the docs/findings/ page of that loss
+    residual: Path | None = None  # the fixed protocol where the fixes leave a loss: TLC must find it
 
 
 DEEP_MODELS: tuple[DeepModel, ...] = (
@@ -64,6 +67,7 @@ DEEP_MODELS: tuple[DeepModel, ...] = (
         SPEC / "PME-outage.cfg",
         SPEC / "PME.tla",
         "activation-keeps-gaps",
+        SPEC / "PMEFixed-outage-residual.cfg",
     ),
     DeepModel(
         "TxCounters-deep",
@@ -109,10 +113,12 @@ class DeepModelReport(BaseModel):
     reached: list[str] = Field(description="the boundary situations the model reached")
     faithful: Check = Field(description="Ignite's protocol: TLC must find the documented loss")
     finding: str
+    residual: Check | None = Field(default=None, description="what the fixes leave: TLC must find it")
 
     @property
     def holds(self) -> bool:
-        return self.fixed.outcome == Outcome.OK and self.faithful.invariant is not None
+        left = self.residual is None or self.residual.invariant is not None
+        return self.fixed.outcome == Outcome.OK and self.faithful.invariant is not None and left
 
 
 class DeepZooEntry(BaseModel):
@@ -168,8 +174,14 @@ def check_model(
 ) -> DeepModelReport:
     fixed, output = _check(model.spec, model.config, options, on_line)
     faithful, _ = _check(model.faithful_spec, model.faithful, options, on_line)
+    residual = _check(SPEC / "PMEFixed.tla", model.residual, options, on_line)[0] if model.residual else None
     return DeepModelReport(
-        name=model.name, fixed=fixed, reached=reached(output), faithful=faithful, finding=model.finding
+        name=model.name,
+        fixed=fixed,
+        reached=reached(output),
+        faithful=faithful,
+        finding=model.finding,
+        residual=residual,
     )
 
 

@@ -331,7 +331,8 @@ Released == \A t \in Txs : ~Tx!RecoveryDue(t) /\ \A m \in alive : ~Tx!HasActive(
 \* A node-left or baseline exchange that a further server left restarts stands for Ignite's exchanges run
 \* one after the other, the last of which finalizes. (Ignite's exchange-free switch after a node left on a
 \* fully rebalanced cluster finalizes only the partitions the failed server was primary for; the model
-\* finalizes every copy, which closes no gap elsewhere: ExchangeFreeFinalizesNothingElse.)
+\* finalizes every copy once every transaction is released, which closes nothing in the others: their
+\* live primary finished every counter it reserved. docs/pme.md, section 2.)
 FinalizesCounters == "left" \in pending /\ "joined" \notin pending
 
 \* The gaps of n's copy of p that the exchange closes besides finalize (as rollback records, HWM kept):

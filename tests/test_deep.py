@@ -23,6 +23,7 @@ def test_the_deep_models_and_their_zoo_entries_exist() -> None:
         assert model.config.is_file() and model.faithful.is_file() and model.spec.is_file()
         assert Path(f"docs/findings/{model.finding}.md").is_file(), model.finding
         assert "CONSTRAINT RecordReach" in model.config.read_text()
+        assert model.residual is None or model.residual.is_file()
     assert set(DEEP_ZOO) <= {e.name for e in ZOO}
     assert set(DEEP_ZOO.values()) <= {m.name for m in DEEP_MODELS}
 
@@ -82,6 +83,12 @@ def test_the_report_sections() -> None:
         update={"faithful": fixed}
     )  # Ignite's protocol no longer losing data: a failure
     assert not broken.holds
+    # Where the fixes leave a loss, TLC must still find it on the residual model.
+    assert model.model_copy(update={"residual": faithful}).holds
+    assert not model.model_copy(update={"residual": fixed}).holds
+    assert "left by the fixes: PrimaryHwmCovers" in deep_section(
+        deep.model_copy(update={"models": [model.model_copy(update={"residual": faithful})]})
+    )
     campaign = run_campaign(walks=5, steps=20, seed=2, corpus=())
     row = campaign_reach(campaign)
     page = reach_section([row]) + campaign_section(campaign)
