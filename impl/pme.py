@@ -503,9 +503,8 @@ class PmeCluster(Cluster):
     def _gaps_closed(self, node: str, part: int) -> list[tuple[int, int]]:
         """The gaps of the copy the exchange closes besides finalize, as ranges (start, delta): none in
         Ignite; with Fix.EXCHANGE_CLOSES_UNCOVERED_GAPS, at an exchange that demotes, in a partition that
-        stays (an OWNING copy of a server that is no joiner), the counters the copy does not cover up to the
-        highest any live copy applied, for which no other live server logged an update (updates that exist
-        nowhere, and ranges another copy closed). Closing logs rollback records, not data records, so the
+        stays (an OWNING copy of a server that is no joiner), those for which no other live server logged
+        an update (updates that exist nowhere). Closing logs rollback records, not data records, so the
         servers' decisions do not depend on their order."""
         stays = part not in self._already_lost() and any(
             o not in self.joiners and self.state_of(o, part) == PartState.OWNING for o in self.alive
@@ -519,11 +518,7 @@ class PmeCluster(Cluster):
             for r in self.nodes[o].disk.records()
             if isinstance(r, DataRecord) and self.config.partition(r.key) == part
         }
-        # Up to the highest counter any live copy applied: above this copy's own, ranges another copy closed.
-        ceiling = max(
-            self.nodes[o].counters[part].highest_applied for o in self.alive if part in self.states[o]
-        )
-        return runs(set(range(1, ceiling + 1)) - covered(counter) - logged)
+        return runs(set(range(1, counter.highest_applied + 1)) - covered(counter) - logged)
 
     def _when_full_message(self, node: str) -> bool | None:
         ok = (

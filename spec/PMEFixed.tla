@@ -46,16 +46,13 @@ HighestAppliedAnywhere(p) ==
     Max({0} \cup {Ctr!HighestApplied(counter[n][p]) : n \in {o \in DOMAIN singles : p \in Copies(o)}})
 
 \* At an exchange that demotes, in a partition that stays (not LOST: an OWNING copy of a server that was
-\* in the topology before the exchange): the counters of n's copy of p it does not cover, up to the
-\* highest counter any live copy of p applied, for which no other live server logged an update of p.
-\* Above n's own highest applied counter these are ranges another copy closed (a rollback n never
-\* received): closing them too keeps n's LWM from understating what its peers cover. (In a LOST
-\* partition the update may be on a server that is down, and nothing moves.)
+\* in the topology before the exchange): the gaps of n's copy of p below its highest applied counter for
+\* which no other live server logged an update of p. (In a LOST partition the update may be on a server
+\* that is down, and nothing moves.)
 UncoveredGaps(n, p) ==
     IF ~Demote \/ p \in AlreadyLost \/ \A o \in alive \ joiners : StateOf(o, p) # "OWNING" THEN {}
     ELSE LET logged == {r.cntr : r \in {r \in UNION {wal[o] : o \in alive \ {n}} :
                                             r.type = "data" /\ Part(r.key) = p}}
-             ceiling == Max({Ctr!HighestApplied(counter[o][p]) : o \in {o \in alive : p \in Copies(o)}})
-         IN ((1..ceiling) \ Ctr!Covered(counter[n][p])) \ logged
+         IN ((1..Ctr!HighestApplied(counter[n][p])) \ Ctr!Covered(counter[n][p])) \ logged
 
 =============================================================================
