@@ -281,6 +281,7 @@ def verify_spec(
     steps: int = DEFAULT_STEPS,
     seed: int = 0,
     on_line: Callable[[str], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
     wait: bool = True,
 ) -> SpecReport:
     """Check, conform and validate one spec against one model (default: its standard model X.cfg)."""
@@ -288,6 +289,8 @@ def verify_spec(
     config = config or spec.with_suffix(".cfg")
     options = options or TlcOptions()
     if spec.stem not in MAPPINGS and mutant is None:  # with a mutant, conform says there is no mapping
+        if on_phase is not None:
+            on_phase(f"{spec.stem}: model checking with TLC (no mapping: nothing to replay)")
         return _check_only(spec, config, options, on_line)
     result = conform(
         spec,
@@ -298,6 +301,7 @@ def verify_spec(
         run_dir=run_dir,
         options=options,
         on_line=on_line,
+        on_phase=(lambda text: on_phase(f"{spec.stem}: {text}")) if on_phase else None,
         wait=wait,
     )
     timings = Timings(
@@ -311,6 +315,8 @@ def verify_spec(
     # would be judged by a model that does not hold: TLC's outcome is the report.
     if result.outcome == Outcome.OK:
         conformance = _conform_figures(result)
+        if on_phase is not None:
+            on_phase(f"{spec.stem}: validating {traces} implementation walks with TLC")
         validation, timings.walk_seconds, timings.validation_seconds = _validate_walks(
             spec, config, mutant, traces, steps, seed, options, master, local
         )
@@ -343,6 +349,7 @@ def verify(
     deep: bool = False,
     work_dir: Path = Path("runs/verify"),
     on_line: Callable[[str], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
     wait: bool = True,
 ) -> VerifyReport:
     """The main job: every spec's standard model checked, replayed on the implementation (Spark on
@@ -363,10 +370,14 @@ def verify(
             steps=steps,
             seed=seed,
             on_line=on_line,
+            on_phase=on_phase,
             wait=wait,
         )
         for spec in specs
     ]
+    phase = on_phase or (lambda _: None)
+    if reach:
+        phase("the boundary situations each standard model reaches")
     reachability = [
         r
         for spec in specs
@@ -376,11 +387,14 @@ def verify(
     ]
     walks = deep_report = None
     with _spark(master, local) as spark:
+        phase("the audit of a generated snapshot")
         checked = audit_check(spark)
         if campaign_walks:
+            phase(f"the random-walk campaign: {campaign_walks} seeded walks")
             walks = run_campaign(walks=campaign_walks, steps=CAMPAIGN_STEPS, seed=seed, spark=spark)
             reachability.append(campaign_reach(walks))
         if deep:
+            phase("the deep models, exhaustively")
             deep_report = run_deep(work_dir=work_dir / "deep", spark=spark, on_line=on_line)
             reachability += [
                 Reachability(
@@ -388,6 +402,8 @@ def verify(
                 )
                 for m in deep_report.models
             ]
+    if zoo:
+        phase("the bug zoo: TLC on each spec variant, conformance on each mutant")
     return VerifyReport(
         specs=reports,
         zoo=run_zoo(options=options, wait=wait) if zoo else None,

@@ -72,6 +72,7 @@ def test_cli_campaign(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert cli.main(argv) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["walks"], report["failures"], report["scenario"]) == (30, 0, None)
+    assert report["holds"] is True and report["exit_code"] == 0
     assert cli.main([*argv[:-3], "--mutant", "nope"]) == 2
 
 
