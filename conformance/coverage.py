@@ -127,10 +127,11 @@ def deep_section(deep: DeepReport) -> str:
         fixed, faithful = m.fixed, m.faithful
         states = f"{fixed.distinct_states:,}" if fixed.distinct_states is not None else "–"
         rest = m.residual
+        known = "" if m.fixes_hold else " (a loss the fixes leave, expected)"
         left = f"; left by the fixes: {_e(rest.invariant or rest.outcome.value)}" if rest else ""
         rows.append(
             f"<tr><td>{_e(m.name)}</td><td>{_e(fixed.outcome.value)}, {states} states,"
-            f" {fixed.seconds:.0f} s{left}</td><td>{_e(faithful.invariant or faithful.outcome.value)}"
+            f" {fixed.seconds:.0f} s{known}{left}</td><td>{_e(faithful.invariant or faithful.outcome.value)}"
             f" ({_e(m.finding)})</td><td>{_mark(m.holds)}</td></tr>"
         )
     zoo = "".join(

@@ -83,6 +83,9 @@ def test_the_report_sections() -> None:
         update={"faithful": fixed}
     )  # Ignite's protocol no longer losing data: a failure
     assert not broken.holds
+    # Where the fixes leave a loss on the model itself, TLC must find it there.
+    assert model.model_copy(update={"fixes_hold": False, "fixed": faithful}).holds
+    assert not model.model_copy(update={"fixes_hold": False}).holds
     # Where the fixes leave a loss, TLC must still find it on the residual model.
     assert model.model_copy(update={"residual": faithful}).holds
     assert not model.model_copy(update={"residual": fixed}).holds
