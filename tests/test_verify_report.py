@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import headless_chromium
+from conftest import assert_output_schema, headless_chromium
 from junitparser import JUnitXml
 from PIL import Image
 
@@ -286,6 +286,7 @@ def test_cli_verify_json_and_exit_codes(
     argv = ["verify", "--skip-zoo", "--heap", "256m"]
     assert cli.main([*argv, "--json", "--out", str(tmp_path / "ok")]) == 0
     data = json.loads(capsys.readouterr().out)
+    assert_output_schema("verify", data)
     assert data["holds"] is True and data["specs"][0]["holds"] is True  # computed, and in the JSON
     report = VerifyReport.model_validate(data)
     assert report.holds and [s.spec for s in report.specs] == ["Ok"] and report.traces == 100
