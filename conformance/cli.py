@@ -359,8 +359,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     scenario = write_scenario(report, args.out) if report.first_failure else None
     code = 0 if report.holds else 1
     if args.json:
-        shrunk = str(scenario) if scenario else None
-        return _emit({**report.model_dump(mode="json"), "scenario": shrunk}, code)
+        return _emit("campaign", report, code, scenario=str(scenario) if scenario else None)
     out.print(campaign_line(report))
     out.print("reached: " + ", ".join(f"{b} ({n})" for b, n in report.reached.items()))
     if report.first_failure is not None and scenario is not None:

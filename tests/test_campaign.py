@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import assert_output_schema
 
 from conformance import cli
 from conformance.campaign import CampaignReport, Shape, run_campaign, write_scenario
@@ -73,6 +74,7 @@ def test_cli_campaign(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     report = json.loads(capsys.readouterr().out)
     assert (report["walks"], report["failures"], report["scenario"]) == (30, 0, None)
     assert report["holds"] is True and report["exit_code"] == 0
+    assert_output_schema("campaign", report)
     assert cli.main([*argv[:-3], "--mutant", "nope"]) == 2
 
 
