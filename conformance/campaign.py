@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pydantic import BaseModel, Field
+from rich.markup import escape
 
 from conformance.errors import TidemarkError
 from conformance.invariants import violations
@@ -425,6 +426,23 @@ def _walk_partition(
 ) -> Iterator[str]:
     for index in indices:
         yield run_walk(seed, index, steps, shape, fixes, mutant, corpus).model_dump_json()
+
+
+def summary_line(report: CampaignReport) -> str:
+    """The verdict and the pace, in rich markup (tidemark campaign, tidemark verify)."""
+    verdict = "[green]holds[/]" if report.holds else f"[red]{report.failures} failing walk(s)[/]"
+    return (
+        f"campaign: {verdict} - {report.walks:,} walks, {report.steps:,} steps in {report.seconds:.1f} s"
+        f" ({report.walks_per_second:.1f} walks/s, {report.steps_per_second:,.0f} steps/s)"
+    )
+
+
+def summary_lines(report: CampaignReport, scenario: Path | None) -> list[str]:
+    """tidemark campaign's report: the summary, what the walks reached, the first failure shrunk."""
+    lines = [summary_line(report), "reached: " + ", ".join(f"{b} ({n})" for b, n in report.reached.items())]
+    if report.first_failure is not None and scenario is not None:
+        lines.append(f"[red]{escape(report.first_failure.violation)}[/]; shrunk: {escape(str(scenario))}")
+    return lines
 
 
 def run_campaign(

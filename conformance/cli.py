@@ -13,9 +13,9 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
@@ -28,9 +28,6 @@ from conformance.progress import Status, progress
 from conformance.scratch import signals_unwind
 from conformance.tlc.output import TlcResult
 from conformance.tlc.runner import TlcOptions
-
-if TYPE_CHECKING:
-    from conformance.campaign import CampaignReport
 
 # soft_wrap: paths and messages are never broken mid-word when output is not a terminal.
 # Tables get a readable width when output goes to a file or CI log (rich assumes 80 there).
@@ -282,6 +279,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
+    from conformance.coverage import coverage_lines
     from conformance.locks import locked
     from conformance.report import summary_table, write_report
     from conformance.verify import verify
@@ -324,13 +322,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 f"audit: {report.audit.report.rows:,} generated rows, the injected divergences"
                 f" {'found exactly' if report.audit.holds else 'NOT found exactly'}"
             )
-        if report.campaign is not None:
-            out.print(campaign_line(report.campaign))
-            failing += ["the campaign"] if not report.campaign.holds else []
-        if report.deep is not None:
-            failing += ["the deep models"] if not report.deep.holds else []
-        for row in report.reachability:
-            out.print(f"reached by {row.model}: {', '.join(row.reached) or 'none'}")
+        lines, broken = coverage_lines(report.campaign, report.deep, report.reachability)
+        for line in lines:
+            out.print(line)
+        failing += broken
         out.print(
             f"[red]FAILS: {', '.join(failing)}[/]" if failing else "[green]everything holds[/]",
             f"({report.total_seconds:.1f} s); report: {escape(str(page))}",
@@ -339,40 +334,25 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from conformance.campaign import run_campaign, write_scenario
+    from conformance.campaign import run_campaign, summary_lines, write_scenario
     from conformance.spark import spark_session
     from impl.cluster import Fix
 
-    fixes = () if args.faithful else tuple(Fix)
-    kwargs = {
-        "walks": args.walks,
-        "steps": args.steps,
-        "seed": args.seed,
-        "mutant": args.mutant,
-        "fixes": fixes,
-    }
-    if args.local:
-        report = run_campaign(**kwargs)
-    else:
-        with spark_session(args.master) as spark:
-            report = run_campaign(**kwargs, spark=spark)
+    with nullcontext() if args.local else spark_session(args.master) as spark:
+        report = run_campaign(
+            walks=args.walks,
+            steps=args.steps,
+            seed=args.seed,
+            mutant=args.mutant,
+            fixes=() if args.faithful else tuple(Fix),
+            spark=spark,
+        )
     scenario = write_scenario(report, args.out) if report.first_failure else None
     code = 0 if report.holds else 1
     if args.json:
         return _emit("campaign", report, code, scenario=str(scenario) if scenario else None)
-    out.print(campaign_line(report))
-    out.print("reached: " + ", ".join(f"{b} ({n})" for b, n in report.reached.items()))
-    if report.first_failure is not None and scenario is not None:
-        out.print(f"[red]{escape(report.first_failure.violation)}[/]; shrunk: {escape(str(scenario))}")
+    out.print("\n".join(summary_lines(report, scenario)))
     return code
-
-
-def campaign_line(report: CampaignReport) -> str:
-    verdict = "[green]holds[/]" if report.holds else f"[red]{report.failures} failing walk(s)[/]"
-    return (
-        f"campaign: {verdict} - {report.walks:,} walks, {report.steps:,} steps in {report.seconds:.1f} s"
-        f" ({report.walks_per_second:.1f} walks/s, {report.steps_per_second:,.0f} steps/s)"
-    )
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from conformance.campaign import CampaignReport
+from conformance.campaign import CampaignReport, summary_line
 from conformance.deep import DeepReport, reached
 from conformance.reach import BOUNDARIES
 from conformance.tlc.output import Outcome, parse_output
@@ -148,3 +148,14 @@ def deep_section(deep: DeepReport) -> str:
         f"{''.join(rows)}</table>\n<table><tr><th>zoo entry</th><th>TLC on the deep model</th>"
         f"<th>campaign</th><th></th></tr>{zoo}</table></section>\n"
     )
+
+
+def coverage_lines(
+    campaign: CampaignReport | None, deep: DeepReport | None, reachability: Sequence[Reachability]
+) -> tuple[list[str], list[str]]:
+    """tidemark verify's terminal lines about the campaign, the deep models and reachability (rich markup),
+    and the names of the parts that fail."""
+    lines = [summary_line(campaign)] if campaign is not None else []
+    lines += [f"reached by {row.model}: {', '.join(row.reached) or 'none'}" for row in reachability]
+    failing = ["the campaign"] if campaign is not None and not campaign.holds else []
+    return lines, failing + (["the deep models"] if deep is not None and not deep.holds else [])
