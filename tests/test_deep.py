@@ -34,6 +34,7 @@ def test_reached_reads_what_tlc_printed() -> None:
 
 
 @pytest.mark.tlc
+@pytest.mark.deep
 def test_a_bounded_deep_check_holds_and_records_what_it_reaches(tmp_path: Path) -> None:
     config = tmp_path / "bounded.cfg"
     config.write_text(
