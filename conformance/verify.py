@@ -30,6 +30,7 @@ from conformance.coverage import Reachability, applicable, campaign_reach, model
 from conformance.deep import DeepReport, run_deep
 from conformance.mappings import MAPPINGS, mapping_for
 from conformance.replay import Mismatch
+from conformance.runinfo import RunInfo, run_info, spec_inputs
 from conformance.spark import spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.output import Outcome, TlcResult, Violation, parse_output, tlc_failure
@@ -149,6 +150,7 @@ class VerifyReport(BaseModel):
         description="the boundary situations each model reached (conformance/coverage.py)",
     )
     deep: DeepReport | None = Field(default=None, description="the deep models (--deep)")
+    run: RunInfo | None = Field(default=None, description="versions, machine, date and input digests")
     traces: int = Field(description="implementation walks per spec")
     steps: int
     seed: int
@@ -360,6 +362,7 @@ def verify(
     (conformance/deep.py); last, the audit of a small generated snapshot must find exactly its injected
     divergences (conformance/audit)."""
     started = time.monotonic()
+    info = run_info(path for spec in specs for path in spec_inputs(spec, spec.with_suffix(".cfg")))
     reports = [
         verify_spec(
             spec,
@@ -411,6 +414,7 @@ def verify(
         reachability=reachability,
         deep=deep_report,
         audit=checked,
+        run=info,
         traces=traces,
         steps=steps,
         seed=seed,
