@@ -66,6 +66,8 @@ LIMITS: dict[str, Limit] = {
     "campaign --walks": Limit(1, 10_000_000, "random walks; Spark spreads them"),
     "campaign --steps": Limit(1, 10_000, "steps per walk"),
     "--seed": JAVA_LONG,
+    "--drivers": Limit(1, 64, "driver processes, each a program of its own"),
+    "--driver-timeout": Limit(0.001, 24 * 3600, "seconds a driver has for one message, up to a day"),
     "prove --k": Limit(1, 32, "z3's time grows with k: about 30 s at k = 32"),
     "--partitions": Limit(1, MAX_PARTITIONS, "Ignite's limit for a cache's partitions"),
     "--backups": Limit(0, INT_MAX, "Ignite's backups; a count >= the nodes puts a copy on every node"),
@@ -266,6 +268,28 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     )
     engine.add_argument("--spark", action="store_true", help="replay on Spark local[*] whatever the size")
     conform.add_argument("--mutant", help="replay against a deliberately broken implementation")
+    conform.add_argument(
+        "--driver",
+        metavar="CMD",
+        help="replay through a driver process (docs/driver-protocol.md), e.g. examples/java/run",
+    )
+    conform.add_argument(
+        "--drivers",
+        type=bounded("--drivers"),
+        default=2,
+        metavar="N",
+        help="driver processes in parallel (2)",
+    )
+    conform.add_argument(
+        "--driver-timeout",
+        type=bounded("--driver-timeout", float),
+        default=60.0,
+        metavar="SECONDS",
+        help="time a driver has to answer one message before it is stopped and restarted (60)",
+    )
+    conform.add_argument(
+        "--walk", action="store_true", help="with --driver: walks from the initial state even if it can load"
+    )
     conform.add_argument(
         "--run-dir", type=_CONFORM_RUN, help="where the graph and results go (default runs/SPEC-CFG)"
     )

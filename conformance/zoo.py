@@ -32,6 +32,7 @@ from conformance.hazelcast_mutants import HAZELCAST_MUTANTS
 from conformance.locks import locked
 from conformance.mappings import mapping_for
 from conformance.mutants import PME_MUTANTS
+from conformance.ncache_mutants import NCACHE_MUTANTS
 from conformance.replay import Mismatch, explain, replay_state
 from conformance.tlc.config import read_config
 from conformance.tlc.output import Outcome, Violation, parse_output
@@ -51,10 +52,17 @@ MERGED = Path("tests/models/PME-merged.cfg")  # join exchange meets node left (P
 RENTING = Path("tests/models/PME-renting.cfg")  # baseline changes, two crashes: RENTING copies reassigned
 THRESHOLD = Path("tests/models/PME-threshold.cfg")  # a partition whose size equals the WAL threshold
 OUTAGE = Path("tests/models/PME-outage.cfg")  # both servers fail, restart and the cluster is activated
+NC_SPEC = Path("spec/NCachePartitionReplica.tla")
+NC_ZOO_SPEC = Path("spec/NCacheZoo.tla")
+NC_STANDARD = Path("spec/NCachePartitionReplica.cfg")  # 3 nodes, 3 buckets, sync, 3 writes, one leave
 DEFAULT_WORK_DIR = Path("runs/zoo")
 
 # Each protocol's implementation mutants, by its spec module's name.
-MUTANTS: Mapping[str, Mapping[str, type]] = {"PME": PME_MUTANTS, "HazelcastAntiEntropy": HAZELCAST_MUTANTS}
+MUTANTS: Mapping[str, Mapping[str, type]] = {
+    "PME": PME_MUTANTS,
+    "HazelcastAntiEntropy": HAZELCAST_MUTANTS,
+    "NCachePartitionReplica": NCACHE_MUTANTS,
+}
 
 
 @dataclass(frozen=True)
@@ -223,6 +231,31 @@ ZOO: tuple[ZooEntry, ...] = (
                 "Increments <- LiveBackups",
                 HZ_PROMOTION,
                 None,
+            ),
+        )
+    ),
+    *(
+        ZooEntry(name, title, override, NC_STANDARD, NC_SPEC, NC_ZOO_SPEC)
+        for name, title, override in (
+            (
+                "log-not-replayed",
+                "Operations logged during a bucket's transfer are not replayed before ownership switches",
+                "Replayed <- NothingReplayed",
+            ),
+            (
+                "map-not-consulted-in-transfer",
+                "A bucket in transfer is served by its temporary owner instead of the map's permanent owner",
+                "Route <- RouteToTemporary",
+            ),
+            (
+                "replica-on-itself",
+                "The last member's replica stays on itself instead of wrapping to the coordinator",
+                "ReplicaHolder <- ReplicaHolderNoWrap",
+            ),
+            (
+                "leave-keeps-transfers",
+                "A leave does not revert the buckets in transfer to the leaver",
+                "Reverts <- NeverReverts",
             ),
         )
     ),

@@ -26,6 +26,7 @@ MAPPINGS = {
     "PME": "conformance.mappings.pme",
     "HazelcastAntiEntropy": "conformance.mappings.hazelcast",
     "PMEFixed": "conformance.mappings.pme:build_fixed",
+    "NCachePartitionReplica": "conformance.mappings.ncache",
 }
 
 

@@ -87,7 +87,8 @@ def _node_checks(at: str, node: str, e: NodeExpectation, system: System) -> list
 
 
 def _fragment_checks(at: str, node: str, e: NodeExpectation, system: System) -> list[Check]:
-    """Hazelcast: the member's replica index, fragments (versions, dirty, entries) and free permits."""
+    """Hazelcast: the member's replica index, fragments (versions, dirty, entries) and free permits;
+    NCache: its stores (entries "active" and "replica") and whose replica it keeps."""
     checks = []
     if e.replica is not None:
         checks.append(check(f"{at}.replica", e.replica, system.replica(node)))
@@ -105,6 +106,8 @@ def _fragment_checks(at: str, node: str, e: NodeExpectation, system: System) -> 
         checks.append(check(f"{at}.entries.{ns}", cast(JsonValue, expected), cast(JsonValue, actual)))
     if e.permits is not None:
         checks.append(check(f"{at}.permits", e.permits, system.permits(node)))
+    if e.replica_of is not None:
+        checks.append(check(f"{at}.replica_of", e.replica_of, system.replica_of(node)))
     return checks
 
 

@@ -59,7 +59,7 @@ CounterValue = Annotated[
     int, Field(ge=0, le=MAX_JAVA_LONG, description="an update counter 0..2^63-1 (a Java long)")
 ]
 
-ProtocolName = Literal["2pc", "pme", "hazelcast"]
+ProtocolName = Literal["2pc", "pme", "hazelcast", "ncache"]
 # Hazelcast: a namespace (a map's name, or the non-fragmented namespace "internal").
 Namespace = Annotated[
     str,
@@ -178,6 +178,9 @@ class NodeExpectation(_Strict):
         "that wrote it); {} for none",
     )
     permits: int | None = Field(default=None, ge=0, description="hazelcast: the member's free sync permits")
+    replica_of: Name | None = Field(
+        default=None, description="ncache: the member whose partition this node keeps as its replica"
+    )
 
 
 Expectations: TypeAlias = dict[Name, NodeExpectation]
@@ -401,6 +404,27 @@ class HazelcastStep(_StepBase):
     )
 
 
+class NCacheStep(_StepBase):
+    """Protocol ncache (impl/ncache.py): a client write (or one whose synchronous replication fails), an
+    owner's queued replication, a member leaving, one bucket's state transfer started or ended, an orphaned
+    bucket pulled. Which parameters each step takes is in protocols.NCACHE_STEPS (Join is the pme step of
+    that name: the next server in the servers' order joins)."""
+
+    step: Literal[
+        "Write", "ReplicationFailure", "Replicate", "Leave", "StartTransfer", "EndTransfer", "PullOrphan"
+    ]
+    node: Name | None = Field(default=None, description="Replicate, Leave: the member")
+    key: Key | None = Field(
+        default=None, description="Write: the key (its own hash); its value is the write's number"
+    )
+    bucket: Partition | None = Field(
+        default=None, description="StartTransfer, EndTransfer, PullOrphan: the bucket"
+    )
+    graceful: bool | None = Field(
+        default=None, description="Leave: graceful (the async queue flushed) or abrupt"
+    )
+
+
 ScenarioStep = Annotated[
     TxStartStep
     | TxStep
@@ -411,7 +435,8 @@ ScenarioStep = Annotated[
     | OperatorStep
     | PartitionStep
     | SupplyStep
-    | HazelcastStep,
+    | HazelcastStep
+    | NCacheStep,
     Field(discriminator="step"),
 ]
 STEP_MODELS: tuple[type[_StepBase], ...] = (
@@ -425,6 +450,7 @@ STEP_MODELS: tuple[type[_StepBase], ...] = (
     PartitionStep,
     SupplyStep,
     HazelcastStep,
+    NCacheStep,
 )
 # Every step name -> its model.
 STEP_TAGS: dict[str, type[_StepBase]] = {
@@ -434,7 +460,19 @@ STEP_TAGS: dict[str, type[_StepBase]] = {
 STEP_PARAMS: dict[type[_StepBase], tuple[str, ...]] = {
     model: tuple(
         p
-        for p in ("tx", "node", "part", "peer", "ns", "key", "put", "replica", "granted")
+        for p in (
+            "tx",
+            "node",
+            "part",
+            "peer",
+            "ns",
+            "key",
+            "put",
+            "replica",
+            "granted",
+            "bucket",
+            "graceful",
+        )
         if p in model.model_fields
     )
     for model in STEP_MODELS
@@ -511,6 +549,9 @@ class ClusterSection(BaseModel):
         description="hazelcast: replica sync permits per member (max parallel replications; 0 disables "
         "sync; default 10)",
     )
+    sync: bool | None = Field(
+        default=None, description="ncache: synchronous replication (default true; false: asynchronous)"
+    )
     slots: int | None = Field(
         default=None,
         ge=1,
@@ -536,7 +577,8 @@ class ScenarioFile(BaseModel):
         default="2pc",
         description="2pc: impl/cluster.py (2PC with an atomic Exchange); pme: impl/pme.py (the whole "
         "protocol: exchange messages, joins, rebalancing); hazelcast: impl/hazelcast.py (replica versions, "
-        "backups, anti-entropy, replica sync)",
+        "backups, anti-entropy, replica sync); ncache: impl/ncache.py (buckets - as many as partitions -, "
+        "the distribution map, state transfer, replicas)",
     )
     counter: CounterName = Field(default=TRACKING, description="the counter implementation every copy runs")
     fixes: list[FixName] = Field(

@@ -10,8 +10,9 @@ from __future__ import annotations
 from conformance.scenarios.adapters.base import System
 from conformance.scenarios.adapters.cluster import ClusterSystem
 from conformance.scenarios.adapters.hazelcast import HazelcastSystem
+from conformance.scenarios.adapters.ncache import NCacheSystem
 from conformance.scenarios.adapters.pme import PmeSystem
 
 SYSTEMS: dict[str, dict[str, type[System]]] = {
-    "impl": {"2pc": ClusterSystem, "pme": PmeSystem, "hazelcast": HazelcastSystem},
+    "impl": {"2pc": ClusterSystem, "pme": PmeSystem, "hazelcast": HazelcastSystem, "ncache": NCacheSystem},
 }

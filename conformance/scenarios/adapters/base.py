@@ -143,6 +143,12 @@ class System(ABC):
     def permits(self, node: str) -> int:
         raise NotImplementedError(f"{type(self).__name__} has no replica sync permits")
 
+    # NCache's: the member whose partition a node keeps as replica (its stores are `entries` "active" and
+    # "replica").
+
+    def replica_of(self, node: str) -> str | None:
+        raise NotImplementedError(f"{type(self).__name__} has no replica chain")
+
     # --- the end -----------------------------------------------------------------------------------------
 
     @abstractmethod
