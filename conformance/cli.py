@@ -13,7 +13,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -346,6 +346,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
+    from conformance.coverage import coverage_lines
     from conformance.locks import locked
     from conformance.report import summary_table, write_report
     from conformance.verify import verify
@@ -360,6 +361,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
             steps=args.steps,
             seed=args.seed,
             zoo=not args.skip_zoo,
+            campaign_walks=args.walks,
+            reach=True,
+            deep=args.deep,
             on_line=status.line,
             on_phase=status.phase,
             wait=not args.no_wait,
@@ -385,11 +389,37 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 f"audit: {report.audit.report.rows:,} generated rows, the injected divergences"
                 f" {'found exactly' if report.audit.holds else 'NOT found exactly'}"
             )
+        lines, broken = coverage_lines(report.campaign, report.deep, report.reachability)
+        for line in lines:
+            out.print(line)
+        failing += broken
         out.print(
             f"[red]FAILS: {', '.join(failing)}[/]" if failing else "[green]everything holds[/]",
             f"({report.total_seconds:.1f} s); report: {escape(str(page))}",
         )
     return 0 if report.holds else 1
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from conformance.campaign import run_campaign, summary_lines, write_scenario
+    from conformance.spark import spark_session
+    from impl.cluster import Fix
+
+    with nullcontext() if args.local else spark_session(args.master) as spark:
+        report = run_campaign(
+            walks=args.walks,
+            steps=args.steps,
+            seed=args.seed,
+            mutant=args.mutant,
+            fixes=() if args.faithful else tuple(Fix),
+            spark=spark,
+        )
+    scenario = write_scenario(report, args.out) if report.first_failure else None
+    code = 0 if report.holds else 1
+    if args.json:
+        return _emit("campaign", report, code, scenario=str(scenario) if scenario else None)
+    out.print("\n".join(summary_lines(report, scenario)))
+    return code
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -599,6 +629,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "verify": cmd_verify,
     "audit": cmd_audit,
     "doctor": cmd_doctor,
+    "campaign": cmd_campaign,
 }
 
 

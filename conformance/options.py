@@ -62,6 +62,9 @@ LIMITS: dict[str, Limit] = {
     "simulate --depth": Limit(1, 100_000, "steps per simulated trace"),
     "verify --traces": Limit(1, 100_000, "implementation walks per spec"),
     "verify --steps": Limit(1, 10_000, "steps per walk"),
+    "verify --walks": Limit(0, 1_000_000, "walks of the campaign's slice (0: none)"),
+    "campaign --walks": Limit(1, 10_000_000, "random walks; Spark spreads them"),
+    "campaign --steps": Limit(1, 10_000, "steps per walk"),
     "--seed": JAVA_LONG,
     "--drivers": Limit(1, 64, "driver processes, each a program of its own"),
     "--driver-timeout": Limit(0.001, 24 * 3600, "seconds a driver has for one message, up to a day"),
@@ -440,10 +443,44 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "--out", type=output_dir, default=Path("reports"), help="where index.html goes (default reports)"
     )
     verify.add_argument("--skip-zoo", action="store_true", help="leave out the bug zoo (tidemark zoo)")
+    verify.add_argument(
+        "--walks",
+        type=bounded("verify --walks"),
+        default=200,
+        help="walks of the random-walk campaign's seeded slice (default 200; 0: none)",
+    )
+    verify.add_argument(
+        "--deep", action="store_true", help="also the deep models, exhaustively (conformance/deep.py; hours)"
+    )
     verify.add_argument("--json", action="store_true", help="print the VerifyReport as one JSON object")
     _junit_argument(verify)
     _no_wait_argument(verify)
     _tlc_arguments(verify)
+
+    campaign = commands.add_parser(
+        "campaign",
+        help="random walks of impl/pme.py checking every invariant; a failure shrunk to a scenario",
+    )
+    campaign.add_argument("--walks", type=bounded("campaign --walks"), default=1000, help="(default 1000)")
+    campaign.add_argument(
+        "--steps", type=bounded("campaign --steps"), default=100, help="steps per walk at most (default 100)"
+    )
+    _seed_argument(campaign, 0, "seed of the walks")
+    campaign.add_argument("--mutant", help="walk a bug-zoo mutant of impl/pme.py (conformance/mutants.py)")
+    campaign.add_argument(
+        "--faithful",
+        action="store_true",
+        help="Ignite's protocol, without the proposed fixes (impl.cluster.Fix)",
+    )
+    _master_argument(campaign)
+    campaign.add_argument("--local", action="store_true", help="walk in this process, without Spark")
+    campaign.add_argument(
+        "--out",
+        type=output_dir,
+        default=Path("reports/campaign"),
+        help="where the shrunk scenario of a failure goes (default reports/campaign)",
+    )
+    campaign.add_argument("--json", action="store_true", help="print one JSON object")
     for command in commands.choices.values():
         _verbosity_arguments(command)
     return parser

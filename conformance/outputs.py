@@ -81,6 +81,10 @@ OUTPUTS: dict[str, Output] = {
         {"diagram": _PATH, "page": _PATH},
     ),
     "verify": Output("conformance.verify:VerifyReport"),
+    "campaign": Output(
+        "conformance.campaign:CampaignReport",
+        extra={"scenario": {"type": ["string", "null"], "description": "the shrunk failing walk, if any"}},
+    ),
     # `audit` prints its findings only (the partitions with something to say) and what it wrote.
     "audit": Output(
         "conformance.audit.audit:AuditReport",

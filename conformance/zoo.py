@@ -39,6 +39,7 @@ from conformance.tlc.output import Outcome, Violation, parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
 
 SPEC = Path("spec/PME.tla")
+FIXED_SPEC = Path("spec/PMEFixed.tla")  # the proposed fixes on: for models where Ignite's protocol loses data
 ZOO_SPEC = Path("spec/PMEZoo.tla")
 SMALL = Path("tests/models/PME-small.cfg")  # 2 servers, two single-key transactions, one crash
 HISTORY = Path("tests/models/PME-history.cfg")  # the same with WAL archive truncation
@@ -47,6 +48,10 @@ HZ_ZOO_SPEC = Path("spec/HazelcastZoo.tla")
 HZ_SMALL = Path("tests/models/HazelcastAntiEntropy-zoo.cfg")  # 2 members, a map and internal, 2 permits
 HZ_PROMOTION = Path("tests/models/HazelcastAntiEntropy-promotion-zoo.cfg")  # 3 members, two crashes
 HZ_LIVENESS = Path("spec/HazelcastAntiEntropy-liveness.cfg")  # convergence under fairness
+MERGED = Path("tests/models/PME-merged.cfg")  # join exchange meets node left (PMEFixed)
+RENTING = Path("tests/models/PME-renting.cfg")  # baseline changes, two crashes: RENTING copies reassigned
+THRESHOLD = Path("tests/models/PME-threshold.cfg")  # a partition whose size equals the WAL threshold
+OUTAGE = Path("tests/models/PME-outage.cfg")  # both servers fail, restart and the cluster is activated
 NC_SPEC = Path("spec/NCachePartitionReplica.tla")
 NC_ZOO_SPEC = Path("spec/NCacheZoo.tla")
 NC_STANDARD = Path("spec/NCachePartitionReplica.cfg")  # 3 nodes, 3 buckets, sync, 3 writes, one leave
@@ -72,7 +77,8 @@ class ZooEntry:
 
     @property
     def protocol(self) -> str:
-        return self.spec.stem
+        """The protocol whose implementation the mutant changes (a variant spec with fixes is the same)."""
+        return self.spec.stem.removesuffix("Fixed")
 
 
 ZOO: tuple[ZooEntry, ...] = (
@@ -141,6 +147,31 @@ ZOO: tuple[ZooEntry, ...] = (
         "A full rebalance starts after key 0: the smallest key is never supplied",
         "FullFirst <- FullFirstAfterZero",
         SMALL,
+    ),
+    ZooEntry(
+        "merged-left-finalizes-joiner",
+        "A server left merged into a join exchange finalizes the rejoining copy's holes as rollbacks",
+        "FinalizesCounters <- FinalizesOnAnyLeft",
+        MERGED,
+        FIXED_SPEC,
+    ),
+    ZooEntry(
+        "renting-keeps-counter",
+        "A RENTING copy assigned again is rebalanced from its own LWM, which it got before its data",
+        "Reassigned <- ReassignedAtLwm",
+        RENTING,
+    ),
+    ZooEntry(
+        "wal-threshold-inclusive",
+        "Historical rebalance for a partition with exactly the threshold's entries (Ignite needs more)",
+        "EnoughEntries <- EnoughEntriesAtThreshold",
+        THRESHOLD,
+    ),
+    ZooEntry(
+        "activation-without-demotion",
+        "The activation after a total outage demotes no lagging OWNING copy",
+        "Demote <- DemoteWithoutActivation",
+        OUTAGE,
     ),
     *(
         ZooEntry(name, title, override, model, HZ_SPEC, HZ_ZOO_SPEC, reproduces)
@@ -346,7 +377,7 @@ def catch_in_spec(entry: ZooEntry, work_dir: Path, options: TlcOptions) -> SpecC
 
 def catch_in_impl(entry: ZooEntry, graph: Path) -> ImplCatch:
     started = time.monotonic()
-    mapping = mapping_for(entry.protocol, read_config(entry.model).constants, entry.name)
+    mapping = mapping_for(entry.spec.stem, read_config(entry.model).constants, entry.name)
     check = f"conformance replay against {entry.spec}"
     replayed = 0
     tables = GraphTables(graph)

@@ -63,6 +63,14 @@ def test_the_pme_scenarios_are_shipped() -> None:
         "wal-truncated-full-rebalance",
         "late-affinity-switch",
         "full-rebalance-sends-key-0",
+        "join-merged-with-left",
+        "moving-renting-moving",
+        "wal-threshold-strict",
+        "rollback-range-reused",
+        "merged-left-keeps-gaps",
+        "all-owners-fail-reactivation",
+        "lost-partition-reactivated",
+        "activation-keeps-gaps",
     }
 
 

@@ -12,6 +12,7 @@ from pydantic import JsonValue
 
 from conformance.scenarios.adapters.base import System
 from conformance.scenarios.format import (
+    ExchangeExpectation,
     Expectations,
     IdleVerifyExpectation,
     NodeExpectation,
@@ -108,6 +109,20 @@ def _fragment_checks(at: str, node: str, e: NodeExpectation, system: System) -> 
     if e.replica_of is not None:
         checks.append(check(f"{at}.replica_of", e.replica_of, system.replica_of(node)))
     return checks
+
+
+def exchange_checks(where: str, expect: ExchangeExpectation, system: System) -> list[Check]:
+    """The fields of an exchange expectation against the report of the exchange the step completed."""
+    report = system.exchange()
+    actual: dict[str, JsonValue] = report.model_dump(mode="json") if report else {}
+    return [
+        check(
+            f"{where}.{field}",
+            sorted(expected) if isinstance(expected, list) else expected,
+            actual.get(field),
+        )
+        for field, expected in expect.model_dump(mode="json", exclude_none=True).items()
+    ]
 
 
 def _topology_checks(where: str, expect: TopologyExpectation, system: System) -> list[Check]:

@@ -75,7 +75,9 @@ NodeState = Literal["alive", "down", "restarted"]
 # A copy's state; which ones a protocol has is in conformance/scenarios/protocols.py.
 PartitionState = Literal["OWNING", "MOVING", "RENTING", "EVICTED", "LOST", "OFFLINE"]
 # The kinds of topology events a pending exchange handles (impl.pme.Event).
-EventName = Literal["left", "joined", "baseline", "affinity"]
+EventName = Literal["left", "joined", "baseline", "affinity", "activate"]
+# The proposed fixes a pme scenario may turn on (impl.cluster.Fix).
+FixName = Literal["recovery-closes-range", "exchange-raises-hwm", "exchange-closes-uncovered-gaps"]
 # A topology version as "major.minor", e.g. "3.1".
 VersionText = Annotated[str, StringConstraints(pattern=r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")]
 SkippedState = Literal["MOVING", "RENTING", "LOST"]
@@ -200,6 +202,27 @@ class IdleVerifyExpectation(_Strict):
     lost: list[Partition] | None = Field(default=None, description="the LOST partitions; [] for none")
 
 
+class ExchangeExpectation(_Strict):
+    """pme, on a FullMessage step: what the exchange reported (impl.pme.exchange_report; Ignite logs it)."""
+
+    clean: bool | None = Field(default=None, description="no failed counter update and validation passed")
+    update_failures: dict[Partition, list[Name]] | None = Field(
+        default=None,
+        description="partition -> the servers whose update(max LWM) failed: they applied an update above "
+        "every OWNING copy's LWM (Ignite: 'Failed to update partition counter'); {} for none",
+    )
+    counters_inconsistent: list[Partition] | None = Field(
+        default=None,
+        description="the partitions whose OWNING copies reported different LWMs (Ignite: 'Partitions "
+        "update counters are inconsistent'); [] for none",
+    )
+    sizes_inconsistent: list[Partition] | None = Field(
+        default=None,
+        description="the partitions whose OWNING copies reported different sizes (Ignite: 'Partitions "
+        "cache sizes are inconsistent'); [] for none",
+    )
+
+
 class TopologyExpectation(_Strict):
     """What the cluster's topology must be."""
 
@@ -247,6 +270,9 @@ class _StepBase(BaseModel):
     topology: TopologyExpectation | None = Field(default=None, description="checked right after this step")
     idle_verify: IdleVerifyExpectation | None = Field(
         default=None, description="pme: checked right after this step against impl.pme.idle_verify"
+    )
+    exchange: ExchangeExpectation | None = Field(
+        default=None, description="pme, on a FullMessage step: what the exchange it completes reported"
     )
 
     @model_validator(mode="after")
@@ -316,10 +342,11 @@ class PmeNodeStep(_StepBase):
     node: Name
 
 
-class BaselineChangeStep(_StepBase):
-    """Protocol pme: the operator sets the baseline to the live servers."""
+class OperatorStep(_StepBase):
+    """Protocol pme: the operator sets the baseline to the live servers (BaselineChange), or activates the
+    cluster after a total outage, once every baseline server is back (Activate)."""
 
-    step: Literal["BaselineChange"]
+    step: Literal["BaselineChange", "Activate"]
 
 
 class PartitionStep(_StepBase):
@@ -405,7 +432,7 @@ ScenarioStep = Annotated[
     | NodeStep
     | ExchangeStep
     | PmeNodeStep
-    | BaselineChangeStep
+    | OperatorStep
     | PartitionStep
     | SupplyStep
     | HazelcastStep
@@ -419,7 +446,7 @@ STEP_MODELS: tuple[type[_StepBase], ...] = (
     NodeStep,
     ExchangeStep,
     PmeNodeStep,
-    BaselineChangeStep,
+    OperatorStep,
     PartitionStep,
     SupplyStep,
     HazelcastStep,
@@ -503,7 +530,7 @@ class ClusterSection(BaseModel):
         default=None,
         ge=0,
         le=MAX_JAVA_INT,
-        description="pme: historical (WAL) rebalancing only for partitions with at least this many entries "
+        description="pme: historical (WAL) rebalancing only for partitions with more entries than this "
         f"(0..{MAX_JAVA_INT}, default 0)",
     )
     batch_size: int | None = Field(
@@ -583,6 +610,15 @@ class ScenarioFile(BaseModel):
         "the distribution map, state transfer, replicas)",
     )
     counter: CounterName = Field(default=TRACKING, description="the counter implementation every copy runs")
+    fixes: list[FixName] = Field(
+        default_factory=list,
+        description="pme: proposed fixes the cluster runs with (impl.cluster.Fix; none: Ignite's protocol)",
+    )
+    mutant: Annotated[str, StringConstraints(max_length=MAX_NAME_LENGTH)] | None = Field(
+        default=None,
+        description="pme: run a bug-zoo mutant of impl/pme.py (conformance/mutants.py PME_MUTANTS) instead "
+        "of the correct implementation",
+    )
     cluster: ClusterSection
     steps: list[ScenarioStep] = Field(
         min_length=1, max_length=MAX_STEPS, description=f"the steps in order (1..{MAX_STEPS})"

@@ -39,6 +39,9 @@ FEATURES: dict[str, str] = {
     "dirty": "has no version vectors (see counters)",
     "entries": "has no namespaces (see data)",
     "permits": "has no replica sync permits",
+    "exchange": "has an atomic Exchange that reports nothing",
+    "fixes": "has no proposed fixes",
+    "mutant": "runs no mutant of impl/pme.py (see counter)",
     "sync": "has no replication mode to choose (NCache's)",
     "replica_of": "has no replica chain (NCache's)",
 }

@@ -133,6 +133,15 @@ class IdleVerifyView(BaseModel):
     lost: list[int] = Field(description="the LOST partitions")
 
 
+class ExchangeView(BaseModel):
+    """impl.pme.exchange_report of an exchange's full message: what Ignite logs when it completes."""
+
+    clean: bool
+    update_failures: dict[int, list[str]] = Field(description="partition -> servers whose update(max) failed")
+    counters_inconsistent: list[int] = Field(description="partitions whose OWNING copies' LWMs differ")
+    sizes_inconsistent: list[int] = Field(description="partitions whose OWNING copies' sizes differ")
+
+
 class ScenarioResult(BaseModel):
     name: str
     description: str

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from conformance.scenarios.adapters import SYSTEMS
 from conformance.scenarios.adapters.base import StepFailed, StepRefused, System
-from conformance.scenarios.checks import check, expectation_checks
+from conformance.scenarios.checks import check, exchange_checks, expectation_checks
 from conformance.scenarios.format import ScenarioFile, ScenarioStep, step_text
 from conformance.scenarios.result import Check, MessageEvent, ScenarioResult, TimelineRow
 
@@ -53,6 +53,8 @@ def run_scenario(
             checks += expectation_checks(
                 f"steps[{index}]", entry.expect, entry.topology, entry.idle_verify, run
             )
+            if entry.exchange is not None:
+                checks += exchange_checks(f"steps[{index}].exchange", entry.exchange, run)
         else:
             checks += expectation_checks("", scenario.expect, scenario.topology, scenario.idle_verify, run)
         return ScenarioResult(

@@ -17,6 +17,7 @@ from typing import NamedTuple, Self
 from conformance.scenarios.format import NodeState, PartitionState, ScenarioFile, ScenarioStep
 from conformance.scenarios.result import (
     CounterView,
+    ExchangeView,
     IdleVerifyView,
     MessageEvent,
     NodeSnapshot,
@@ -119,6 +120,10 @@ class System(ABC):
 
     def rebalanced(self, node: str, part: int) -> RebalanceView | None:
         raise NotImplementedError(f"{type(self).__name__} does not rebalance")
+
+    def exchange(self) -> ExchangeView | None:
+        """The report of the last exchange completed by a full message (None before the first)."""
+        raise NotImplementedError(f"{type(self).__name__} has an atomic Exchange that reports nothing")
 
     def idle_verify(self) -> IdleVerifyView | None:
         """idle_verify's report; None for a protocol without it."""
