@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -206,7 +207,9 @@ def ship_files(spark: Any, paths: tuple[Path, ...]) -> tuple[str, ...] | None:
     """Have the session send `paths` to every executor that asks (SparkContext.addFile) and give their
     names there (`shipped_paths`), or None on a local master, whose executors read the paths themselves.
 
-    Spark knows a shipped file by its name alone, so each is linked under a name drawn from its full path.
+    Spark knows a shipped file by its name alone, so each is linked under a name drawn from its full path:
+    a hard link (Spark would follow a symbolic one back to the file's own name), a copy across file
+    systems.
     """
     if is_local(spark.sparkContext.master):
         return None
@@ -217,8 +220,11 @@ def ship_files(spark: Any, paths: tuple[Path, ...]) -> tuple[str, ...] | None:
         full = path.resolve()
         name = f"{hashlib.sha256(str(full).encode()).hexdigest()[:16]}-{full.name}"
         link = directory / name
-        if not link.is_symlink():
-            link.symlink_to(full)
+        if not link.exists():
+            try:
+                link.hardlink_to(full)
+            except OSError:  # another file system
+                shutil.copyfile(full, link)
         spark.sparkContext.addFile(str(link))
         names.append(name)
     return tuple(names)
