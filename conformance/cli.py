@@ -42,6 +42,7 @@ STANDARD_SPECS = [
     Path("spec/TxCounters.tla"),
     Path("spec/PME.tla"),
     Path("spec/HazelcastAntiEntropy.tla"),
+    Path("spec/NCachePartitionReplica.tla"),
 ]
 
 
@@ -62,9 +63,13 @@ def _tlc_options(args: argparse.Namespace) -> TlcOptions:
     return TlcOptions(workers=args.workers, timeout=args.timeout, heap=args.heap)
 
 
-def _print_tlc(result: TlcResult, spec: Path) -> None:
-    style = "green" if result.outcome == "ok" else "red"
-    out.print(f"[bold]{spec}[/]: [{style}]{result.outcome}[/]")
+def _print_tlc(
+    result: TlcResult, spec: Path, config: Path | None = None, documented: str | None = None, ok: bool = True
+) -> None:
+    style = "green" if ok else "red"
+    model = f" ({config})" if config is not None else ""
+    verdict = documented if documented is not None else result.outcome
+    out.print(f"[bold]{spec}[/]{model}: [{style}]{verdict}[/]")
     table = Table(show_header=False, box=None, pad_edge=False)
     for label, value in (
         ("distinct states", result.distinct_states),
@@ -79,32 +84,81 @@ def _print_tlc(result: TlcResult, spec: Path) -> None:
         from conformance.counterexample import definition, render, violation_path
 
         name = result.violation.invariant
-        render(out, violation_path(result, spec, None), definition(spec, name) if name else None)
+        render(out, violation_path(result, spec, config), definition(spec, name) if name else None)
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def _run_check(spec: Path, config: Path | None, args: argparse.Namespace) -> TlcResult:
     from conformance.tlc.output import parse_output, tlc_failure
     from conformance.tlc.runner import run_tlc
 
     with _progress(args) as status:
-        status.phase(f"model checking {args.spec} with TLC")
-        run = run_tlc(args.spec, args.config, _tlc_options(args), status.line)
-    result = parse_output(run, source=f"TLC on {args.spec}")
-    if (error := tlc_failure(result, args.spec, args.config or args.spec.with_suffix(".cfg"))) is not None:
+        status.phase(f"model checking {spec} with TLC" + (f" ({config})" if config else ""))
+        run = run_tlc(spec, config, _tlc_options(args), status.line)
+    result = parse_output(run, source=f"TLC on {spec}")
+    if (error := tlc_failure(result, spec, config or spec.with_suffix(".cfg"))) is not None:
         raise error
-    if args.out is not None and result.violation is not None:
-        from conformance.counterexample import violation_path, write_itf
+    return result
 
-        write_itf(violation_path(result, args.spec, args.config), args.out)
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """The model given (or the standard one and then every documented-violation model next to the spec,
+    conformance/expectations.py): each must hold, or violate exactly what it documents. The JSON is the
+    first model's result, with every documented model's run in `documented`."""
+    from conformance.expectations import documented_models, documented_run, expectation, verdict
+
+    configs = [args.config] if args.config else [None, *documented_models(args.spec)]
+    holds, first, documented = True, None, []
+    for config in configs:
+        result = _run_check(args.spec, config, args)
+        first = first or result
+        expected = expectation(config) if config is not None else None
+        words: str | None = None
+        if expected is None:
+            ok = result.outcome == "ok"
+        else:
+            ok, words = verdict(expected, result)
+            documented.append(documented_run(expected, result, ok, words))
+        holds = holds and ok
+        if args.out is not None and result.violation is not None and config is configs[0]:
+            from conformance.counterexample import violation_path, write_itf
+
+            write_itf(violation_path(result, args.spec, config), args.out)
+        if not args.json:
+            _print_tlc(result, args.spec, config, words, ok)
+    code = 0 if holds else 1
     if args.json:
-        return _emit("check", result, 0 if result.outcome == "ok" else 1)
-    _print_tlc(result, args.spec)
-    return 0 if result.outcome == "ok" else 1
+        assert first is not None
+        return _emit("check", first, code, documented=documented)
+    return code
+
+
+def _step_text(action: Any) -> str:
+    """A path's action, short: Commit(copy=b, delta=1, start=0) for [name |-> "Commit", copy |-> "b", ...]."""
+    if isinstance(action, dict) and isinstance(action.get("name"), str):
+        rest = [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in action.items() if k != "name"]
+        return f"{action['name']}({', '.join(rest)})"
+    return json.dumps(action)
 
 
 def cmd_conform(args: argparse.Namespace) -> int:
-    from conformance.conform import conform
+    import shlex
 
+    from conformance.conform import DriverOptions, conform
+
+    driver = None
+    if args.driver is not None:
+        if args.mutant or args.master or args.local or args.spark:
+            raise TidemarkError(
+                "--driver replays through driver processes in this process",
+                source="--driver",
+                expected="no --mutant, --master, --local or --spark with it",
+            )
+        command = shlex.split(args.driver)
+        if not command:
+            raise TidemarkError("empty command", source="--driver", expected="a driver's command line")
+        driver = DriverOptions(
+            command=command, processes=args.drivers, timeout=args.driver_timeout, walk=args.walk
+        )
     with _progress(args) as status:
         result = conform(
             args.spec,
@@ -117,10 +171,12 @@ def cmd_conform(args: argparse.Namespace) -> int:
             on_line=status.line,
             on_phase=status.phase,
             wait=not args.no_wait,
+            driver=driver,
         )
     from conformance.counterexample import first_mismatch_path, write_itf
 
-    path = first_mismatch_path(result, args.spec, args.config, args.run_dir, args.mutant)
+    # Through a driver each example carries its own path (the in-process rendering would replay impl/).
+    path = None if driver else first_mismatch_path(result, args.spec, args.config, args.run_dir, args.mutant)
     if path is not None and args.out is not None:
         write_itf(path, args.out)
     if args.junit is not None:
@@ -143,6 +199,14 @@ def cmd_conform(args: argparse.Namespace) -> int:
         if result.graph_reused
         else f"TLC {result.tlc_seconds:.1f} s, graph load {result.load_seconds:.1f} s"
     )
+    if result.driver is not None:
+        run = result.driver
+        walks = f", {run.paths:,} walks" if run.mode == "paths" else ""
+        out.print(
+            f"  driver {escape(' '.join(run.command))} ({escape(run.implementation)}): capabilities"
+            f" {', '.join(run.capabilities) or 'none'}; replayed by {run.mode}{walks}, {run.steps:,} steps,"
+            f" {run.restarts} restarts"
+        )
     out.print(f"  {tlc}, replay {result.replay_seconds:.1f} s {escape(result.engine)}")
     coverage = ", ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"  coverage: {coverage}")
@@ -151,6 +215,9 @@ def cmd_conform(args: argparse.Namespace) -> int:
         out.print(f"  [red]{example.kind} mismatch[/] at state {example.src}, {what}")
         for line in [*example.diff, *([example.error] if example.error else [])]:
             out.print(f"    {escape(line)}")
+        if example.path is not None and result.driver is not None:
+            steps = " -> ".join(_step_text(step) for step in example.path) or "(the initial state)"
+            out.print(f"    path from the initial state: {escape(steps)}")
         if example.missing:
             out.print(f"    spec takes, impl does not enable: {escape(str(example.missing))}")
         if example.extra:
@@ -364,6 +431,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     )
 
     scenario = load_scenario(args.file)
+    if args.system != "impl":
+        from conformance.scenarios.real import scenario_on_system
+
+        return scenario_on_system(scenario, args, out)
     target = output_paths(args.out, scenario.name)[0]  # checked before the run
     result = run_scenario(scenario)
     diagram, page = write_outputs(result, target)
@@ -503,6 +574,12 @@ def cmd_distribution(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from conformance.doctor import cmd_doctor as doctor
+
+    return doctor(args)
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from conformance.audit.command import run
 
@@ -522,6 +599,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "scenario": cmd_scenario,
     "verify": cmd_verify,
     "audit": cmd_audit,
+    "doctor": cmd_doctor,
 }
 
 

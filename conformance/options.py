@@ -63,6 +63,8 @@ LIMITS: dict[str, Limit] = {
     "verify --traces": Limit(1, 100_000, "implementation walks per spec"),
     "verify --steps": Limit(1, 10_000, "steps per walk"),
     "--seed": JAVA_LONG,
+    "--drivers": Limit(1, 64, "driver processes, each a program of its own"),
+    "--driver-timeout": Limit(0.001, 24 * 3600, "seconds a driver has for one message, up to a day"),
     "prove --k": Limit(1, 32, "z3's time grows with k: about 30 s at k = 32"),
     "--partitions": Limit(1, MAX_PARTITIONS, "Ignite's limit for a cache's partitions"),
     "--backups": Limit(0, INT_MAX, "Ignite's backups; a count >= the nodes puts a copy on every node"),
@@ -270,6 +272,28 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     engine.add_argument("--spark", action="store_true", help="replay on Spark local[*] whatever the size")
     conform.add_argument("--mutant", help="replay against a deliberately broken implementation")
     conform.add_argument(
+        "--driver",
+        metavar="CMD",
+        help="replay through a driver process (docs/driver-protocol.md), e.g. examples/java/run",
+    )
+    conform.add_argument(
+        "--drivers",
+        type=bounded("--drivers"),
+        default=2,
+        metavar="N",
+        help="driver processes in parallel (2)",
+    )
+    conform.add_argument(
+        "--driver-timeout",
+        type=bounded("--driver-timeout", float),
+        default=60.0,
+        metavar="SECONDS",
+        help="time a driver has to answer one message before it is stopped and restarted (60)",
+    )
+    conform.add_argument(
+        "--walk", action="store_true", help="with --driver: walks from the initial state even if it can load"
+    )
+    conform.add_argument(
         "--run-dir", type=_CONFORM_RUN, help="where the graph and results go (default runs/SPEC-CFG)"
     )
     conform.add_argument("--json", action="store_true", help="print one JSON object")
@@ -381,7 +405,21 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "(default reports/scenarios/NAME.mmd)",
     )
     scenario.add_argument("--json", action="store_true", help="print one JSON object")
+    scenario.add_argument(
+        "--system",
+        choices=["impl", "ignite"],
+        default="impl",
+        help="ignite: side by side with a real cluster",
+    )
+    scenario.add_argument("--ignite-version", default="2.18.0", help="Ignite for --system ignite (2.18.0)")
     _junit_argument(scenario)
+
+    doctor = commands.add_parser(
+        "doctor", help="check Java, TLC's jar, Spark, Maven and the Ignite harness on this machine"
+    )
+    doctor.add_argument("--ignite", action="store_true", help="also start and stop a one-server cluster")
+    doctor.add_argument("--ignite-version", default="2.18.0", help="the harness's Ignite (default 2.18.0)")
+    doctor.add_argument("--json", action="store_true", help="print one JSON object")
 
     _audit_parser(commands)
 

@@ -56,7 +56,17 @@ class Output:
 
 _PATH = {"type": "string"}
 OUTPUTS: dict[str, Output] = {
-    "check": Output("conformance.tlc.output:TlcResult"),
+    "check": Output(
+        "conformance.tlc.output:TlcResult",
+        extra={
+            "documented": {
+                "type": "array",
+                "description": "the documented-violation models run (conformance/expectations.py): config, "
+                "violated, as_documented, verdict, outcome, violation",
+                "items": {"type": "object"},
+            }
+        },
+    ),
     "conform": Output("conformance.conform:ConformResult", frozenset({"tlc"})),
     "simulate": Output("conformance.simulate:SimulationResult", frozenset({"tlc"})),
     "zoo": Output("conformance.zoo:ZooReport"),

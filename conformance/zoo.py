@@ -32,6 +32,7 @@ from conformance.hazelcast_mutants import HAZELCAST_MUTANTS
 from conformance.locks import locked
 from conformance.mappings import mapping_for
 from conformance.mutants import PME_MUTANTS
+from conformance.ncache_mutants import NCACHE_MUTANTS
 from conformance.replay import Mismatch, explain, replay_state
 from conformance.tlc.config import read_config
 from conformance.tlc.output import Outcome, Violation, parse_output
@@ -46,10 +47,17 @@ HZ_ZOO_SPEC = Path("spec/HazelcastZoo.tla")
 HZ_SMALL = Path("tests/models/HazelcastAntiEntropy-zoo.cfg")  # 2 members, a map and internal, 2 permits
 HZ_PROMOTION = Path("tests/models/HazelcastAntiEntropy-promotion-zoo.cfg")  # 3 members, two crashes
 HZ_LIVENESS = Path("spec/HazelcastAntiEntropy-liveness.cfg")  # convergence under fairness
+NC_SPEC = Path("spec/NCachePartitionReplica.tla")
+NC_ZOO_SPEC = Path("spec/NCacheZoo.tla")
+NC_STANDARD = Path("spec/NCachePartitionReplica.cfg")  # 3 nodes, 3 buckets, sync, 3 writes, one leave
 DEFAULT_WORK_DIR = Path("runs/zoo")
 
 # Each protocol's implementation mutants, by its spec module's name.
-MUTANTS: Mapping[str, Mapping[str, type]] = {"PME": PME_MUTANTS, "HazelcastAntiEntropy": HAZELCAST_MUTANTS}
+MUTANTS: Mapping[str, Mapping[str, type]] = {
+    "PME": PME_MUTANTS,
+    "HazelcastAntiEntropy": HAZELCAST_MUTANTS,
+    "NCachePartitionReplica": NCACHE_MUTANTS,
+}
 
 
 @dataclass(frozen=True)
@@ -192,6 +200,31 @@ ZOO: tuple[ZooEntry, ...] = (
                 "Increments <- LiveBackups",
                 HZ_PROMOTION,
                 None,
+            ),
+        )
+    ),
+    *(
+        ZooEntry(name, title, override, NC_STANDARD, NC_SPEC, NC_ZOO_SPEC)
+        for name, title, override in (
+            (
+                "log-not-replayed",
+                "Operations logged during a bucket's transfer are not replayed before ownership switches",
+                "Replayed <- NothingReplayed",
+            ),
+            (
+                "map-not-consulted-in-transfer",
+                "A bucket in transfer is served by its temporary owner instead of the map's permanent owner",
+                "Route <- RouteToTemporary",
+            ),
+            (
+                "replica-on-itself",
+                "The last member's replica stays on itself instead of wrapping to the coordinator",
+                "ReplicaHolder <- ReplicaHolderNoWrap",
+            ),
+            (
+                "leave-keeps-transfers",
+                "A leave does not revert the buckets in transfer to the leaver",
+                "Reverts <- NeverReverts",
             ),
         )
     ),

@@ -16,6 +16,7 @@ from conformance import cli
 from conformance.errors import TidemarkError
 from conformance.hazelcast_mutants import HAZELCAST_MUTANTS
 from conformance.mutants import PME_MUTANTS
+from conformance.ncache_mutants import NCACHE_MUTANTS
 from conformance.report import html_page
 from conformance.verify import VerifyReport
 from conformance.zoo import MUTANTS, SMALL, ZOO, ZooEntry, ZooReport, entries_named, run_zoo
@@ -27,6 +28,7 @@ def test_every_entry_has_a_mutant_a_replacement_operator_and_a_model() -> None:
     assert len(ZOO) >= 10
     assert [e.name for e in ZOO if e.protocol == "PME"] == list(PME_MUTANTS)
     assert [e.name for e in ZOO if e.protocol == "HazelcastAntiEntropy"] == list(HAZELCAST_MUTANTS)
+    assert [e.name for e in ZOO if e.protocol == "NCachePartitionReplica"] == list(NCACHE_MUTANTS)
     assert set(MUTANTS) == {e.protocol for e in ZOO}
     for entry in ZOO:
         replaced, replacement = re.fullmatch(r"(\w+) <-(?:\[\w+\])? (\w+)", entry.override).groups()  # type: ignore[union-attr]

@@ -23,6 +23,7 @@ MAPPINGS = {
     "TxCounters": "conformance.mappings.tx_counters",
     "PME": "conformance.mappings.pme",
     "HazelcastAntiEntropy": "conformance.mappings.hazelcast",
+    "NCachePartitionReplica": "conformance.mappings.ncache",
 }
 
 

@@ -259,6 +259,10 @@ class TxCountersMapping:
             "network": frozenset(message_of(m) for m in _set(state["msgs"])),
         }
 
+    def initial(self) -> TxReplay:
+        """The spec's Init: the cluster as `Cluster.initial` builds it (a driver's `init`)."""
+        return TxReplay(self.cluster_class.initial(self.config), Record(name="Init"))
+
     def abstract(self, impl: TxReplay) -> State:
         c = impl.cluster
         owner_lists = set(c.owners.values())

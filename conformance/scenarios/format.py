@@ -59,7 +59,7 @@ CounterValue = Annotated[
     int, Field(ge=0, le=MAX_JAVA_LONG, description="an update counter 0..2^63-1 (a Java long)")
 ]
 
-ProtocolName = Literal["2pc", "pme", "hazelcast"]
+ProtocolName = Literal["2pc", "pme", "hazelcast", "ncache"]
 # Hazelcast: a namespace (a map's name, or the non-fragmented namespace "internal").
 Namespace = Annotated[
     str,
@@ -176,6 +176,9 @@ class NodeExpectation(_Strict):
         "that wrote it); {} for none",
     )
     permits: int | None = Field(default=None, ge=0, description="hazelcast: the member's free sync permits")
+    replica_of: Name | None = Field(
+        default=None, description="ncache: the member whose partition this node keeps as its replica"
+    )
 
 
 Expectations: TypeAlias = dict[Name, NodeExpectation]
@@ -374,6 +377,27 @@ class HazelcastStep(_StepBase):
     )
 
 
+class NCacheStep(_StepBase):
+    """Protocol ncache (impl/ncache.py): a client write (or one whose synchronous replication fails), an
+    owner's queued replication, a member leaving, one bucket's state transfer started or ended, an orphaned
+    bucket pulled. Which parameters each step takes is in protocols.NCACHE_STEPS (Join is the pme step of
+    that name: the next server in the servers' order joins)."""
+
+    step: Literal[
+        "Write", "ReplicationFailure", "Replicate", "Leave", "StartTransfer", "EndTransfer", "PullOrphan"
+    ]
+    node: Name | None = Field(default=None, description="Replicate, Leave: the member")
+    key: Key | None = Field(
+        default=None, description="Write: the key (its own hash); its value is the write's number"
+    )
+    bucket: Partition | None = Field(
+        default=None, description="StartTransfer, EndTransfer, PullOrphan: the bucket"
+    )
+    graceful: bool | None = Field(
+        default=None, description="Leave: graceful (the async queue flushed) or abrupt"
+    )
+
+
 ScenarioStep = Annotated[
     TxStartStep
     | TxStep
@@ -384,7 +408,8 @@ ScenarioStep = Annotated[
     | BaselineChangeStep
     | PartitionStep
     | SupplyStep
-    | HazelcastStep,
+    | HazelcastStep
+    | NCacheStep,
     Field(discriminator="step"),
 ]
 STEP_MODELS: tuple[type[_StepBase], ...] = (
@@ -398,6 +423,7 @@ STEP_MODELS: tuple[type[_StepBase], ...] = (
     PartitionStep,
     SupplyStep,
     HazelcastStep,
+    NCacheStep,
 )
 # Every step name -> its model.
 STEP_TAGS: dict[str, type[_StepBase]] = {
@@ -407,7 +433,19 @@ STEP_TAGS: dict[str, type[_StepBase]] = {
 STEP_PARAMS: dict[type[_StepBase], tuple[str, ...]] = {
     model: tuple(
         p
-        for p in ("tx", "node", "part", "peer", "ns", "key", "put", "replica", "granted")
+        for p in (
+            "tx",
+            "node",
+            "part",
+            "peer",
+            "ns",
+            "key",
+            "put",
+            "replica",
+            "granted",
+            "bucket",
+            "graceful",
+        )
         if p in model.model_fields
     )
     for model in STEP_MODELS
@@ -484,12 +522,43 @@ class ClusterSection(BaseModel):
         description="hazelcast: replica sync permits per member (max parallel replications; 0 disables "
         "sync; default 10)",
     )
+    sync: bool | None = Field(
+        default=None, description="ncache: synchronous replication (default true; false: asynchronous)"
+    )
     slots: int | None = Field(
         default=None,
         ge=1,
         le=6,
         description="hazelcast: versions per vector, the largest backup index (1..6, default: servers - 1, "
         "at most 6)",
+    )
+
+
+RealSystemName = Literal["ignite"]
+MAX_NOTE = 1000
+MAX_NOTES = 200
+
+
+class RealSystemNotes(BaseModel):
+    """How the scenario fares on a real system (`tidemark scenario FILE --system NAME`): that it cannot run
+    there and why, or which of its expectations do not hold there and why (docs/real-ignite.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cannot_run: Annotated[str, StringConstraints(min_length=1, max_length=MAX_NOTE)] | None = Field(
+        default=None,
+        description="why the scenario cannot run on this system at all (e.g. a counter only tidemark has); "
+        f"it is then not run there; at most {MAX_NOTE} characters",
+    )
+    differences: dict[
+        Annotated[str, StringConstraints(min_length=1, max_length=200)],
+        Annotated[str, StringConstraints(min_length=1, max_length=MAX_NOTE)],
+    ] = Field(
+        default_factory=dict,
+        max_length=MAX_NOTES,
+        description="expectation path (e.g. steps[15].expect.s3.counters[0].lwm; * and ? match any text) -> "
+        "why it does not hold on this system: a step the system takes at another moment than the model, "
+        f"or a simplification of the articles; at most {MAX_NOTES}",
     )
 
 
@@ -509,7 +578,8 @@ class ScenarioFile(BaseModel):
         default="2pc",
         description="2pc: impl/cluster.py (2PC with an atomic Exchange); pme: impl/pme.py (the whole "
         "protocol: exchange messages, joins, rebalancing); hazelcast: impl/hazelcast.py (replica versions, "
-        "backups, anti-entropy, replica sync)",
+        "backups, anti-entropy, replica sync); ncache: impl/ncache.py (buckets - as many as partitions -, "
+        "the distribution map, state transfer, replicas)",
     )
     counter: CounterName = Field(default=TRACKING, description="the counter implementation every copy runs")
     cluster: ClusterSection
@@ -520,6 +590,11 @@ class ScenarioFile(BaseModel):
     topology: TopologyExpectation | None = Field(default=None, description="checked after the last step")
     idle_verify: IdleVerifyExpectation | None = Field(
         default=None, description="pme: checked after the last step against impl.pme.idle_verify"
+    )
+    systems: dict[RealSystemName, RealSystemNotes] = Field(
+        default_factory=dict,
+        description="per real system (--system NAME): why the scenario cannot run there, or the expectations "
+        "that do not hold there and why",
     )
 
 

@@ -196,7 +196,7 @@ class ScenarioChecker:
                 f"counter {self.scenario.counter!r} does not run on protocol {protocol.name!r}",
                 f"one of {protocol.counters}",
             )
-        for knob in ("wal_rebalance_threshold", "batch_size"):
+        for knob in ("wal_rebalance_threshold", "batch_size", "sync"):
             if getattr(self.scenario.cluster, knob) is not None:
                 self._feature(f"cluster.{knob}", knob)
 

@@ -18,8 +18,12 @@ class CounterView(BaseModel):
 
 class EntryView(BaseModel):
     value: str
-    tx: str = Field(description="the transaction that wrote it (the model's value)")
-    cntr: int = Field(description="the update counter of the write")
+    tx: str | None = Field(
+        default=None, description="the transaction that wrote it (the model's value; a real system: by value)"
+    )
+    cntr: int | None = Field(
+        default=None, description="the update counter of the write (None where the system does not show it)"
+    )
 
 
 class RebalanceView(BaseModel):
@@ -133,7 +137,9 @@ class ScenarioResult(BaseModel):
     name: str
     description: str
     protocol: str
-    system: str = Field(description="what ran the scenario: impl (tidemark's implementation)")
+    system: str = Field(
+        description="what ran the scenario: impl (tidemark's implementation) or a real system (ignite)"
+    )
     counter: str
     client: str
     servers: list[str]

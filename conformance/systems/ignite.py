@@ -30,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from conformance.errors import TidemarkError, ToolError
 from conformance.scratch import forget, scratch_root, watch
@@ -71,16 +71,22 @@ class PartitionView(_Model):
 
 
 class NodeView(_Model):
-    """A running server's view: ready topology version, coordinator, its copies, the ready assignment."""
+    """A running server's view: topology versions (ready, and the latest discovery event's), the events its
+    unfinished exchanges handle, coordinator, its copies, the ready assignment, the harness's transactions
+    on it (Ignite's TransactionState names) and per partition its WAL history's earliest counter."""
 
     top_ver: str = Field(alias="topVer")
+    disco_ver: str = Field(default="", alias="discoVer")
     exchange_done: bool = Field(alias="exchangeDone")
+    pending: tuple[str, ...] = ()
     coordinator: str | None
     order: int  # join order: the oldest server (lowest order) is the coordinator
     lost: tuple[int, ...] = ()
     rebalance_done: bool = Field(default=True, alias="rebalanceDone")
     partitions: dict[int, PartitionView] = Field(default_factory=dict)
     assignment: dict[int, tuple[str, ...]] = Field(default_factory=dict)
+    txs: dict[str, str] = Field(default_factory=dict)
+    history: dict[int, int] = Field(default_factory=dict)
 
 
 class HashRecord(_Model):
@@ -116,9 +122,20 @@ class TxView(_Model):
 
 
 class Observation(_Model):
-    """Every running server's view after a step, the down servers, the baseline and the transactions."""
+    """Every running server's view after a step, the starting servers' (as far as they are started: None
+    before their caches are), the down servers, the baseline and the client's transactions."""
 
     nodes: dict[str, NodeView]
+    starting: dict[str, NodeView | None] = Field(default_factory=dict)
+
+    @field_validator("starting", mode="before")
+    @classmethod
+    def _not_yet_observable(cls, value: Any) -> Any:
+        """The harness reports no view (only why) for a server not far enough into its start."""
+        if not isinstance(value, dict):
+            return value
+        return {n: None if not v or "unobservable" in v else v for n, v in value.items()}
+
     down: tuple[str, ...] = ()
     baseline: tuple[str, ...] = ()
     txs: dict[str, TxView] = Field(default_factory=dict)
@@ -252,9 +269,15 @@ class IgniteHarness:
     """One harness JVM: a real Ignite cluster driven command by command (use as a context manager)."""
 
     def __init__(
-        self, version: str = DEFAULT_VERSION, *, timeout: float = 180.0, keep_dir: bool = False
+        self,
+        version: str = DEFAULT_VERSION,
+        *,
+        timeout: float = 180.0,
+        keep_dir: bool = False,
+        heap: str | None = None,
     ) -> None:
         self.version = version
+        self.heap = heap  # the JVM's -Xmx instead of jvm.options' (e.g. "1g")
         self.timeout = timeout  # seconds one command may take before the harness counts as hung
         self.keep_dir = keep_dir
         self.work_dir: Path | None = None
@@ -280,9 +303,12 @@ class IgniteHarness:
         )
         (self.work_dir / "tmp").mkdir()
         classpath = f"{target / 'harness.jar'}{os.pathsep}{target / 'lib' / '*'}"
+        options = jvm_options()
+        if self.heap is not None:
+            options = [o for o in options if not o.startswith("-Xm")] + [f"-Xmx{self.heap}"]
         cmd = [
             "java",
-            *jvm_options(),
+            *options,
             f"-Djava.io.tmpdir={self.work_dir / 'tmp'}",
             "-cp",
             classpath,
@@ -379,22 +405,34 @@ class IgniteHarness:
         wal_rebalance_threshold: int | None = None,
         loss_policy: str = "READ_WRITE_SAFE",
         checkpoints: bool = True,
+        order: list[str] | None = None,
+        rebalance_batch_bytes: int = 0,
+        base_port: int | None = None,
     ) -> dict[str, Any]:
-        """Servers s1..sN and client c1, persistence on, cache `tidemark` (TRANSACTIONAL, FULL_SYNC), active,
-        baseline = the servers. Checkpoints run only when forced (and before a rebalanced copy owns); a
-        failed server has them disabled just before it stops. `checkpoints` False disables them everywhere."""
+        """Servers s1..sN (started in `order`, default by number: the first is the oldest and coordinates)
+        and client c1, persistence on, cache `tidemark` (TRANSACTIONAL, FULL_SYNC), active, baseline = the
+        servers. Checkpoints run only when forced (and before a rebalanced copy owns); a failed server has
+        them disabled just before it stops. `checkpoints` False disables them everywhere.
+        `rebalance_batch_bytes` > 0: supply messages of about that many bytes, one in flight at a time."""
         args: dict[str, Any] = {
+            "order": order or [],
+            "rebalance_batch_bytes": rebalance_batch_bytes,
             "servers": servers,
             "partitions": partitions,
             "backups": servers - 1 if backups is None else backups,
             "loss_policy": loss_policy,
             "checkpoints": checkpoints,
-            "base_port": free_base_port(),
+            "base_port": free_base_port() if base_port is None else base_port,
         }
         if wal_rebalance_threshold is not None:
             args["wal_rebalance_threshold"] = wal_rebalance_threshold
         result: dict[str, Any] = self.call("start", **args)
         return result
+
+    def reset(self) -> None:
+        """Stop every node and forget the cluster (its persistence directories are deleted): the next
+        `start` runs a fresh cluster in the same JVM."""
+        self.call("reset")
 
     def observe(self, *, entries: bool = True, idle_verify: bool = False) -> Observation:
         return Observation.model_validate(self.call("observe", entries=entries, idle_verify=idle_verify))

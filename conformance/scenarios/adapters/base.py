@@ -27,7 +27,11 @@ from conformance.scenarios.result import (
 
 
 class StepRefused(Exception):
-    """The step is not possible in this state; nothing changed."""
+    """The step is not possible in this state; nothing changed. A real system says why (`reason`)."""
+
+    def __init__(self, message: str = "", reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class StepFailed(Exception):
@@ -137,6 +141,12 @@ class System(ABC):
 
     def permits(self, node: str) -> int:
         raise NotImplementedError(f"{type(self).__name__} has no replica sync permits")
+
+    # NCache's: the member whose partition a node keeps as replica (its stores are `entries` "active" and
+    # "replica").
+
+    def replica_of(self, node: str) -> str | None:
+        raise NotImplementedError(f"{type(self).__name__} has no replica chain")
 
     # --- the end -----------------------------------------------------------------------------------------
 
