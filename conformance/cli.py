@@ -26,6 +26,7 @@ from conformance import options as opt
 from conformance.errors import Terminated, TidemarkError, exit_code
 from conformance.progress import Status, progress
 from conformance.scratch import signals_unwind
+from conformance.spark import executor_python
 from conformance.tlc.output import TlcResult
 from conformance.tlc.runner import TlcOptions
 
@@ -666,7 +667,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = opt.build_parser(__doc__.splitlines()[0] if __doc__ else None).parse_args(argv)
         logger.setLevel(logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO)
-        with signals_unwind():  # SIGTERM unwinds the run like Ctrl-C
+        with signals_unwind(), executor_python(getattr(args, "executor_python", None)):
             code: int = COMMANDS[args.command](args)
     except BaseException as error:  # every way a command ends maps to an exit code, in one place
         _show(error)

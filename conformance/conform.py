@@ -43,7 +43,7 @@ from conformance.replay import (
     replay_states,
     results_batches,
 )
-from conformance.spark import spark_session
+from conformance.spark import is_local, spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.dot import GRAPH_FORMAT, GraphSummary, dot_to_parquet
 from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
@@ -107,8 +107,16 @@ def replay_with_spark(
     from pyspark.sql import functions as F
 
     assert isinstance(spark, SparkSession)
-    states = spark.read.parquet(str(graph / "states.parquet"))
-    edges = spark.read.parquet(str(graph / "edges.parquet"))
+    # On a cluster the executors do not see this machine's disk: the graph travels from the driver as
+    # Arrow data, and the results come back the same way; a local master reads and writes the files.
+    local = is_local(str(spark.sparkContext.master))
+
+    def table(name: str) -> Any:
+        path = graph / name
+        return spark.read.parquet(str(path)) if local else spark.createDataFrame(pq.read_table(path))
+
+    states = table("states.parquet")
+    edges = table("edges.parquet")
     targets = states.select(
         F.col("fp").alias("dst"), F.col("digest").alias("dst_digest"), F.col("action").alias("dst_action")
     )
@@ -125,7 +133,10 @@ def replay_with_spark(
     # Arrow batches, not pickled Rows: the JVM -> Python hand-over is the cost that dominates otherwise.
     results = rows.mapInArrow(partial(replay_arrow_batches, spec, dict(constants), mutant), RESULTS_DDL)
     with _publishing(graph / RESULTS) as target:
-        results.write.parquet(str(target))
+        if local:
+            results.write.parquet(str(target))
+        else:
+            pq.write_table(results.toArrow(), target)
     return summarize(graph)
 
 

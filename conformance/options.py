@@ -230,6 +230,12 @@ def _trace_argument(parser: argparse.ArgumentParser, what: str) -> None:
 
 def _master_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", type=spark_master, help="Spark master URL (default local[*])")
+    parser.add_argument(
+        "--executor-python",
+        metavar="PYTHON",
+        help="the Python a cluster's executors run (default PYSPARK_PYTHON, else spark.pyspark.python,"
+        " else python3); local masters always run this interpreter (docs/cluster.md)",
+    )
 
 
 def _seed_argument(
