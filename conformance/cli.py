@@ -9,6 +9,7 @@ error goes to stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
@@ -17,24 +18,17 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from conformance import options as opt
 from conformance.errors import Terminated, TidemarkError, exit_code
-from conformance.progress import Status, progress
+from conformance.outputs import emit as _emit
+from conformance.progress import Status, console, out, progress
 from conformance.scratch import signals_unwind
 from conformance.spark import executor_python
 from conformance.tlc.output import TlcResult
 from conformance.tlc.runner import TlcOptions
-
-# soft_wrap: paths and messages are never broken mid-word when output is not a terminal.
-# Tables get a readable width when output goes to a file or CI log (rich assumes 80 there).
-_WIDTH = None if sys.stdout.isatty() else 140
-console = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True, width=_WIDTH)
 
 # The standard model of every spec the main job verifies, in dependency order.
 STANDARD_SPECS = [
@@ -48,15 +42,6 @@ STANDARD_SPECS = [
 
 def _progress(args: argparse.Namespace) -> AbstractContextManager[Status]:
     return progress(console, json=args.json, quiet=args.quiet, verbose=args.verbose)
-
-
-def _emit(command: str, result: BaseModel, code: int, **extra: Any) -> int:
-    """Print the command's one JSON object (conformance/outputs.py: its result, whether it holds and the
-    exit code) and return that code."""
-    from conformance.outputs import dump
-
-    print(dump(command, result, code, **extra))
-    return code
 
 
 def _tlc_options(args: argparse.Namespace) -> TlcOptions:
@@ -449,187 +434,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if report.holds else 1
 
 
-def cmd_scenario(args: argparse.Namespace) -> int:
-    from rich.markup import escape
-
-    from conformance.scenarios import (
-        load_scenario,
-        output_paths,
-        run_scenario,
-        timeline_table,
-        write_outputs,
-    )
-
-    scenario = load_scenario(args.file)
-    if args.system != "impl":
-        from conformance.scenarios.real import scenario_on_system
-
-        return scenario_on_system(scenario, args, out)
-    target = output_paths(args.out, scenario.name)[0]  # checked before the run
-    result = run_scenario(scenario)
-    diagram, page = write_outputs(result, target)
-    if args.junit is not None:
-        from conformance.junit import scenario_cases, suite, write
-
-        write(args.junit, [suite(f"scenario {result.name}", scenario_cases(result))])
-    if args.json:
-        return _emit("scenario", result, 0 if result.passed else 1, diagram=str(diagram), page=str(page))
-    out.print(timeline_table(result))
-    for check in result.checks:
-        if not check.holds:
-            out.print(
-                f"  [red]{escape(check.path)}[/]: expected {escape(json.dumps(check.expected))},"
-                f" got {escape(json.dumps(check.actual))}"
-            )
-    if result.failure:
-        out.print(f"  [red]{escape(result.failure)}[/]")
-    holding = sum(check.holds for check in result.checks)
-    style = "green" if result.passed else "red"
-    out.print(
-        f"[bold]{escape(scenario.name)}[/] (counter {scenario.counter}): [{style}]"
-        f"{'holds' if result.passed else 'FAILS'}[/] — {holding}/{len(result.checks)} expectations hold;"
-        f" diagram {escape(str(diagram))}, timeline {escape(str(page))}"
-    )
-    return 0 if result.passed else 1
-
-
-def _parse_key(text: str, kind: str) -> object:
-    """A key as the Java object it stands for: int and long keep Java's ranges (their hashCode)."""
-    import uuid
-
-    from impl.affinity import INT_MAX, INT_MIN, JavaLong
-
-    try:
-        if kind == "int":
-            if not INT_MIN <= (value := int(text)) <= INT_MAX:
-                raise ValueError(f"outside the Java int range [{INT_MIN}, {INT_MAX}]")
-            return value
-        if kind == "long":
-            return JavaLong(int(text))
-        if kind == "uuid":
-            return uuid.UUID(text)
-    except ValueError as error:
-        raise TidemarkError(
-            f"{text!r} is not a Java {kind}: {error}", source="KEY", expected=f"a Java {kind}"
-        ) from error
-    return text
-
-
-def cmd_affinity(args: argparse.Namespace) -> int:
-    from impl.affinity import RendezvousConfig, assign_partition, key_partition, make_node
-
-    if len(args.nodes) > (most := int(opt.LIMITS["affinity --nodes"].high)):
-        raise TidemarkError(f"{len(args.nodes):,} node ids", source="--nodes", expected=f"at most {most:,}")
-    if len(set(args.nodes)) != len(args.nodes):
-        repeated = sorted({node for node in args.nodes if args.nodes.count(node) > 1})
-        raise TidemarkError(
-            f"node ids repeated: {repeated}", source="--nodes", expected="distinct consistent ids"
-        )
-    config = RendezvousConfig(partitions=args.partitions, backups=args.backups)
-    nodes = [make_node(node) for node in args.nodes]
-    keys = [_parse_key(text, args.type) for text in args.keys]  # every key checked before any output
-    rows = []
-    for text, key in zip(args.keys, keys, strict=True):
-        partition = key_partition(key, args.partitions)
-        owners = [str(nodes[i].consistent_id) for i in assign_partition(partition, nodes, config)]
-        rows.append(
-            {
-                "key": text,
-                "type": args.type,
-                "partition": partition,
-                "primary": owners[0],
-                "backups": owners[1:],
-            }
-        )
-    if args.json:
-        from conformance.outputs import AffinityOutput
-
-        found = AffinityOutput.model_validate(
-            {"partitions": args.partitions, "nodes": args.nodes, "keys": rows}
-        )
-        return _emit("affinity", found, 0)
-    table = Table("key", "partition", "primary", "backups")
-    for row in rows:
-        table.add_row(str(row["key"]), str(row["partition"]), str(row["primary"]), ", ".join(row["backups"]))
-    out.print(table)
-    return 0
-
-
-def cmd_distribution(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
-    from conformance.distribution import (
-        DEFAULT_ALGORITHMS,
-        DistributionConfig,
-        markdown_table,
-        run_distribution,
-        write_distribution_artifacts,
-    )
-    from conformance.locks import locked
-    from conformance.spark import spark_session
-    from conformance.tlc.runner import find_java
-
-    by_label = {a.label: a for a in DEFAULT_ALGORITHMS}
-    unknown = [name for name in args.algorithms or [] if name not in by_label]
-    if unknown:
-        raise TidemarkError(
-            f"unknown algorithms {unknown}", source="--algorithms", expected=f"some of {sorted(by_label)}"
-        )
-    try:
-        config = DistributionConfig(
-            partitions=args.partitions,
-            backups=args.backups,
-            node_counts=tuple(args.nodes),
-            trials=args.trials,
-            seed=args.seed,
-            algorithms=tuple(by_label[name] for name in args.algorithms)
-            if args.algorithms
-            else DEFAULT_ALGORITHMS,
-        )
-    except ValidationError as error:
-        first = error.errors()[0]
-        raise TidemarkError(
-            first["msg"], source="distribution options", location=".".join(map(str, first["loc"]))
-        ) from error
-    find_java()  # Spark's driver is a JVM
-    with spark_session(args.master) as spark:
-        report = run_distribution(spark, config)
-    with locked(args.out):  # runs side by side publish whole sets of files, one after the other
-        files = write_distribution_artifacts(report, args.out)
-    if args.json:
-        return _emit("distribution", report, 0)
-    else:
-        out.print(markdown_table(report))
-        out.print(f"written: {', '.join(str(f) for f in files)}")
-    return 0
-
-
-def cmd_doctor(args: argparse.Namespace) -> int:
-    from conformance.doctor import cmd_doctor as doctor
-
-    return doctor(args)
-
-
-def cmd_audit(args: argparse.Namespace) -> int:
-    from conformance.audit.command import run
-
-    return run(args)
-
-
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+# Each command's function, or "module:function" for those that live beside what they run (imported when
+# used, so that the CLI starts quickly).
+COMMANDS: dict[str, Callable[[argparse.Namespace], int] | str] = {
     "check": cmd_check,
     "conform": cmd_conform,
     "simulate": cmd_simulate,
     "zoo": cmd_zoo,
     "explain": cmd_explain,
     "prove": cmd_prove,
-    "affinity": cmd_affinity,
-    "distribution": cmd_distribution,
+    "affinity": "conformance.placement:cmd_affinity",
+    "distribution": "conformance.placement:cmd_distribution",
     "validate": cmd_validate,
-    "scenario": cmd_scenario,
+    "scenario": "conformance.scenarios.command:run",
     "verify": cmd_verify,
-    "audit": cmd_audit,
-    "doctor": cmd_doctor,
+    "audit": "conformance.audit.command:run",
+    "doctor": "conformance.doctor:cmd_doctor",
     "campaign": cmd_campaign,
 }
 
@@ -660,6 +480,15 @@ def _show(error: BaseException) -> None:
         )
 
 
+def _command(name: str) -> Callable[[argparse.Namespace], int]:
+    command = COMMANDS[name]
+    if isinstance(command, str):
+        module, function = command.split(":")
+        found: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), function)
+        return found
+    return command
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     logger = logging.getLogger("tidemark")
     if not any(isinstance(handler, _Notices) for handler in logger.handlers):
@@ -668,7 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = opt.build_parser(__doc__.splitlines()[0] if __doc__ else None).parse_args(argv)
         logger.setLevel(logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO)
         with signals_unwind(), executor_python(getattr(args, "executor_python", None)):
-            code: int = COMMANDS[args.command](args)
+            code: int = _command(args.command)(args)
     except BaseException as error:  # every way a command ends maps to an exit code, in one place
         _show(error)
         return exit_code(error)

@@ -135,9 +135,11 @@ def findings(version: str, start: bool) -> list[Finding]:
 def cmd_doctor(args: argparse.Namespace) -> int:
     found = findings(args.ignite_version, args.ignite)
     healthy = all(f.ok for f in found if f.required)
+    code = 0 if healthy else 3  # something required is missing: the environment's fault
     if args.json:
-        print(json.dumps({"ok": healthy, "components": [asdict(f) for f in found]}))
-        return 0 if healthy else 3
+        components = [asdict(f) for f in found]
+        print(json.dumps({"ok": healthy, "components": components, "holds": healthy, "exit_code": code}))
+        return code
     console = Console(soft_wrap=True)
     table = Table("component", "", "detail", title="tidemark doctor")
     for f in found:
@@ -146,4 +148,4 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     console.print(table)
     verdict = "everything tidemark needs is here" if healthy else "something tidemark needs is missing"
     console.print(f"[{'green' if healthy else 'red'}]{verdict}[/]")
-    return 0 if healthy else 3
+    return code

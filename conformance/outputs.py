@@ -129,6 +129,12 @@ def dump(command: str, result: BaseModel, code: int, **extra: Any) -> str:
     return json.dumps({**data, **extra, **verdict}, separators=(",", ":"))
 
 
+def emit(command: str, result: BaseModel, code: int, **extra: Any) -> int:
+    """Print the command's one JSON object on stdout and return its exit code."""
+    print(dump(command, result, code, **extra))
+    return code
+
+
 def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
