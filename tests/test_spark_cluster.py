@@ -227,8 +227,9 @@ def _cluster_env(cluster: dict[str, Any], conf: str = "") -> dict[str, str]:
 def test_conform_on_the_cluster_matches_local_mode(
     cluster: dict[str, Any], executor_python: Path, tmp_path: Path
 ) -> None:
-    spec = ["conform", "spec/UpdateCounter.tla", "--config", "tests/models/UpdateCounter-small.cfg"]
-    local = _cli(*spec, "--master", "local[1]", "--run-dir", str(tmp_path / "local"))
+    # The reference runs in this process: the replay is the same code, without a second JVM to start.
+    spec = ["conform", "spec/UpdateCounter.tla", "--config", "tests/models/UpdateCounter-tiny.cfg"]
+    local = _cli(*spec, "--local", "--run-dir", str(tmp_path / "local"))
     # Named as on a cluster's machines: the environment variable pyspark reads.
     env = {**_cluster_env(cluster), "PYSPARK_PYTHON": str(executor_python)}
     remote = _cli(*spec, "--master", cluster["master"], "--run-dir", str(tmp_path / "remote"), env=env)
@@ -242,7 +243,7 @@ def test_conform_on_the_cluster_matches_local_mode(
 def test_simulate_on_the_cluster_matches_local_mode(cluster: dict[str, Any], executor_python: Path) -> None:
     spec = ["simulate", "spec/UpdateCounter.tla", "--config", "spec/UpdateCounter-sim.cfg"]
     spec += ["--traces", "8", "--depth", "20", "--seed", "3"]
-    local = _cli(*spec, "--master", "local[1]")
+    local = _cli(*spec, "--local")
     remote = _cli(
         *spec,
         "--master",
@@ -272,7 +273,7 @@ def test_audit_on_the_cluster_matches_local_mode(
 ) -> None:
     _cli("audit", "--generate", str(tmp_path), "--partitions", "64", "--copies", "2")
     snapshot = str(tmp_path / "snapshot")
-    local = _cli("audit", snapshot, "--master", "local[1]", expect=1)
+    local = _cli("audit", snapshot, "--local", expect=1)
     remote = _cli(
         "audit",
         snapshot,
