@@ -1,54 +1,64 @@
 """Mutation campaign: the share of single-point faults in impl/ modules that conformance catches.
 
-    python bench/mutate.py                               # impl/counter.py, every mutant
+    python bench/mutate.py                                        # impl/counter.py, every mutant
     python bench/mutate.py --module impl/cluster.py --module impl/pme.py
-    python bench/mutate.py --sample 20 --seed 3 --no-tests --jobs 2
+    python bench/mutate.py --sample 20 --seed 3 --no-tests --jobs 2 --json runs/mutate/counter.json
 
-For each module: TLC dumps its standard models' state graphs once; each mutant then replays them in a
-fresh interpreter until the first mismatch (conformance/mutation.py). Prints the score per module and
-every survivor with the unit test that exposes it or the argument that it is equivalent
-(conformance/mutation_survivors.py); killed mutants print nothing. --json writes every result.
+For each module TLC dumps its standard models' state graphs once; the unmutated module replays them
+first (recording which of its lines run), then each mutant replays them in a fresh interpreter until the
+first mismatch (conformance/mutation.py). A mutant whose code the replay never runs survives without
+being run ("unreached"). Prints the score per module and every survivor, with the unit test that exposes
+it and the explanation in conformance/mutation_survivors.py; killed mutants print nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from pathlib import Path
+from types import FrameType
 
 from conformance.errors import TidemarkError
-from conformance.mutation import TARGETS, MutantResult, run_module
+from conformance.mutation import TARGETS, Children, ModuleScore, MutantResult, run_module
+from conformance.mutation_survivors import SURVIVORS
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--module", action="append", choices=sorted(TARGETS), help="default: impl/counter.py")
     parser.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
     parser.add_argument("--sample", type=int, help="a seeded sample of this many mutants per module")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-tests", action="store_true", help="do not look for a unit test exposing survivors")
+    parser.add_argument(
+        "--no-tests", action="store_true", help="do not look for a unit test exposing survivors"
+    )
     parser.add_argument("--work", type=Path, default=Path("runs/mutate"), help="where the state graphs go")
     parser.add_argument("--json", type=Path, help="write every result to this file")
     args = parser.parse_args(argv)
+    children = Children()
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminate)
     scores = []
     try:
         for module in args.module or ["impl/counter.py"]:
             started = time.monotonic()
-
-            def progress(result: MutantResult) -> None:
-                if result.status == "survived":
-                    print(f"  survived: {result.key}", file=sys.stderr, flush=True)
-
             score = run_module(
                 TARGETS[module],
                 args.work,
+                children,
                 jobs=args.jobs,
                 sample=args.sample,
                 seed=args.seed,
                 tests=not args.no_tests,
-                on_result=progress,
+                on_result=_progress,
             )
             scores.append(score)
             _print(score, time.monotonic() - started)
@@ -56,29 +66,58 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        children.stop()
         return 130
     if args.json:
-        args.json.write_text(json.dumps([s.model_dump(mode="json") for s in scores], indent=1))
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps([s.model_dump(mode="json") for s in scores], indent=1) + "\n")
     return 0
 
 
-def _print(score, seconds: float) -> None:  # type: ignore[no-untyped-def]
-    killable = score.mutants - score.stillborn - score.equivalent
-    print(f"\n{score.path}: {score.killed}/{killable} non-equivalent mutants killed by conformance "
-          f"({100 * score.score:.1f} %) on {', '.join(score.models)}")
-    print(f"  {score.mutants} mutants, {score.stillborn} stillborn, {score.survived} survived "
-          f"({score.equivalent} equivalent); control replay {score.control_seconds:.1f} s, campaign {seconds:.0f} s")
+def _progress(result: MutantResult) -> None:
+    mark = "." if result.killed else result.status[0]
+    print(mark, end="", file=sys.stderr, flush=True)
+
+
+def _print(score: ModuleScore, seconds: float) -> None:
+    killed = score.count(lambda r: r.killed)
+    print(
+        f"\n{score.path}: conformance kills {killed}/{score.killable} non-equivalent mutants "
+        f"({100 * score.score:.1f} %); {100 * score.reached_score:.1f} % of those whose code the models run"
+    )
+    statuses = {
+        s: score.count(lambda r, s=s: r.status == s)
+        for s in ("killed", "timeout", "survived", "unreached", "stillborn")
+    }
+    print(
+        f"  {len(score.results)} mutants: "
+        + ", ".join(f"{n} {s}" for s, n in statuses.items())
+        + f", {score.count(lambda r: r.equivalent)} of the survivors equivalent"
+    )
+    print(
+        f"  models {', '.join(score.models)}; control replay {score.control_seconds:.0f} s, "
+        f"campaign {seconds:.0f} s"
+    )
     kinds: dict[str, list[int]] = {}
     for r in score.results:
         counts = kinds.setdefault(r.kind, [0, 0])
-        counts[0] += r.status in ("killed", "timeout")
+        counts[0] += r.killed
         counts[1] += r.status != "stillborn" and not r.equivalent
-    print("  by kind: " + ", ".join(f"{k} {a}/{b}" for k, (a, b) in sorted(kinds.items())))
+    print("  killed by kind: " + ", ".join(f"{k} {a}/{b}" for k, (a, b) in sorted(kinds.items())))
     for r in score.results:
-        if r.status == "survived":
-            why = r.explanation or (f"exposed by {r.test}" if r.test else "UNEXPLAINED: no unit test exposes it")
-            tag = "equivalent" if r.equivalent else "survivor"
-            print(f"  {tag} L{r.line} {r.key}\n      {why}" + (f" (exposed by {r.test})" if r.test and r.explanation else ""))
+        if not r.survived:
+            continue
+        tag = "equivalent" if r.equivalent else r.status
+        print(f"  {tag} L{r.line}: {r.key}")
+        if r.explanation:
+            print(f"      {r.explanation}")
+        print(f"      exposed by {r.test}" if r.test else "      no unit test exposes it")
+        if not r.explanation and not r.test:
+            print("      UNEXPLAINED")
+    listed = SURVIVORS.get(score.path, {})
+    stale = [r.key for r in score.results if r.key in listed and not r.survived]
+    for key in stale:
+        print(f"  listed as a survivor but killed: {key}")
 
 
 if __name__ == "__main__":

@@ -16,14 +16,14 @@ exposes is listed with the argument that it is equivalent (`SURVIVORS`) or repor
 from __future__ import annotations
 
 import ast
-import json
 import random
 import subprocess
 import sys
+import threading
 import time
 import types
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +59,8 @@ class Mutant:
     index: int
     kind: Kind
     line: int
+    end_line: int
+    at_import: bool  # module level or a default argument: runs when the module is imported
     scope: str
     before: str
     after: str
@@ -85,7 +87,7 @@ class _Sites(ast.NodeTransformer):
         self.count = 0
         self.scope: list[str] = []
         self.statement: ast.stmt | None = None
-        self.found: list[tuple[Kind, int, str, str, str]] = []
+        self.found: list[tuple[Kind, int, int, bool, str, str, str]] = []
 
     def _line(self) -> str:
         return ast.unparse(self.statement).splitlines()[0] if self.statement is not None else ""
@@ -101,7 +103,10 @@ class _Sites(ast.NodeTransformer):
         if index != self.target:
             undo()
         scope = ".".join(self.scope) or "<module>"
-        self.found.append((kind, getattr(node, "lineno", 0), scope, *_change(before, after)))
+        first: int = getattr(node, "lineno", 0)
+        last: int = getattr(node, "end_lineno", None) or first
+        at_import = not self.scope or isinstance(self.statement, ast.FunctionDef)
+        self.found.append((kind, first, last, at_import, scope, *_change(before, after)))
         return index == self.target
 
     # --- what is never mutated ------------------------------------------------------------------------
@@ -149,7 +154,9 @@ class _Sites(ast.NodeTransformer):
     def _body(self, body: list[ast.stmt]) -> None:
         for position, statement in enumerate(body):
             docstring = (
-                position == 0 and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+                position == 0
+                and isinstance(statement, ast.Expr)
+                and isinstance(statement.value, ast.Constant)
             )
             if docstring or isinstance(statement, ast.Pass | ast.FunctionDef | ast.ClassDef):
                 continue
@@ -255,7 +262,9 @@ def _tree(path: Path) -> ast.Module:
     try:
         return ast.parse(path.read_text(), filename=str(path))
     except (OSError, SyntaxError) as error:
-        raise TidemarkError(f"cannot read the module: {error}", source=str(path), expected="a Python module")
+        raise TidemarkError(
+            f"cannot read the module: {error}", source=str(path), expected="a Python module"
+        ) from error
 
 
 def mutants(path: Path) -> list[Mutant]:
@@ -264,12 +273,12 @@ def mutants(path: Path) -> list[Mutant]:
     sites.visit(_tree(path))
     seen: Counter[str] = Counter()
     found = []
-    for index, (kind, line, scope, before, after) in enumerate(sites.found):
+    for index, (kind, line, end_line, at_import, scope, before, after) in enumerate(sites.found):
         key = f"{scope}: {before} -> {after}"
         seen[key] += 1
         if seen[key] > 1:
             key += f" #{seen[key]}"
-        found.append(Mutant(str(path), index, kind, line, scope, before, after, key))
+        found.append(Mutant(str(path), index, kind, line, end_line, at_import, scope, before, after, key))
     return found
 
 
@@ -312,11 +321,13 @@ class ModelGraph(BaseModel):
 
 class Task(BaseModel):
     """What one child interpreter does: install mutant `index` of `path` (none: the unmutated module),
-    then replay `models` until the first mismatch, or run the unit tests `tests`."""
+    then replay `models` until the first mismatch (recording the module's executed lines if `trace`),
+    and run the unit tests `tests`."""
 
     path: str
     index: int | None
     models: list[ModelGraph] = Field(default_factory=list)
+    trace: bool = False
     tests: list[str] = Field(default_factory=list)
 
 
@@ -325,6 +336,7 @@ class Verdict(BaseModel):
     model: str | None = Field(default=None, description="the model whose replay killed it")
     evidence: str | None = Field(default=None, description="the first mismatch, or why it is stillborn")
     test: str | None = Field(default=None, description="the first unit test that fails on it")
+    lines: list[int] = Field(default_factory=list, description="the module's lines the replay executed")
 
 
 def _first_mismatch(model: ModelGraph) -> str | None:
@@ -339,7 +351,7 @@ def _first_mismatch(model: ModelGraph) -> str | None:
     for fp, text, outgoing in tables.rows():
         try:
             result = replay_state(mapping, fp, text, outgoing)
-        except Exception as error:  # noqa: BLE001 - any crash of the mutant is a failed conformance run
+        except Exception as error:
             return f"state {fp}: {type(error).__name__}: {error}"
         if result.examples:
             mismatch = result.examples[0]
@@ -365,48 +377,100 @@ def _failing_test(tests: list[str]) -> str | None:
                 self.nodeid = report.nodeid
 
     plugin = FirstFailure()
-    pytest.main([*tests, "-x", "-q", "-p", "no:cacheprovider", "-m", "not tlc and not spark"], plugins=[plugin])
+    pytest.main(
+        [*tests, "-x", "-q", "-p", "no:cacheprovider", "-m", "not tlc and not spark"], plugins=[plugin]
+    )
     return plugin.nodeid
+
+
+def _trace_lines(path: Path, lines: set[int]) -> None:
+    """Record into `lines` every line of the module at `path` that runs from now on."""
+    target = str(path.resolve())
+
+    def local(frame: types.FrameType, event: str, arg: object) -> Any:
+        if event == "line":
+            lines.add(frame.f_lineno)
+        return local
+
+    def calls(frame: types.FrameType, event: str, arg: object) -> Any:
+        if str(Path(frame.f_code.co_filename).resolve()) != target:
+            return None
+        lines.add(frame.f_lineno)
+        return local
+
+    sys.settrace(calls)
 
 
 def child_main() -> int:
     """Entry point of the child interpreter: a Task on stdin, a Verdict on the last stdout line."""
     task = Task.model_validate_json(sys.stdin.read())
     verdict = Verdict(status="survived")
+    executed: set[int] = set()
     try:
         if task.index is not None:
             install(Path(task.path), task.index)
-    except Exception as error:  # noqa: BLE001 - a mutant that cannot even be imported
+    except Exception as error:
         verdict = Verdict(status="stillborn", evidence=f"{type(error).__name__}: {error}")
     else:
+        if task.trace:
+            _trace_lines(Path(task.path), executed)
         for model in task.models:
             evidence = _first_mismatch(model)
             if evidence is not None:
                 verdict = Verdict(status="killed", model=model.config, evidence=evidence)
                 break
+        sys.settrace(None)
         if task.tests:
             verdict.test = _failing_test(task.tests)
+    verdict.lines = sorted(executed)
     print(_RESULT + verdict.model_dump_json(), flush=True)
     return 0
 
 
-def run_task(task: Task, timeout: float) -> Verdict | None:
-    """Run one task in a fresh interpreter; None when it did not finish within `timeout` seconds."""
-    command = [sys.executable, "-c", "import sys; from conformance.mutation import child_main; sys.exit(child_main())"]
-    try:
-        done = subprocess.run(
-            command, input=task.model_dump_json(), capture_output=True, text=True, timeout=timeout, check=False
+class Children:
+    """The child interpreters running now, so that an interrupted campaign leaves none behind."""
+
+    def __init__(self) -> None:
+        self._running: set[subprocess.Popen[str]] = set()
+        self._lock = threading.Lock()
+        self.stopped = False
+
+    def run(self, task: Task, timeout: float) -> Verdict | None:
+        """Run one task in a fresh interpreter; None when it did not finish within `timeout` seconds."""
+        command = [sys.executable, "-c", "from conformance.mutation import child_main; child_main()"]
+        with self._lock:
+            if self.stopped:
+                raise KeyboardInterrupt
+            child = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            self._running.add(child)
+        try:
+            out, err = child.communicate(task.model_dump_json(), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            return None
+        finally:
+            with self._lock:
+                self._running.discard(child)
+        for line in reversed(out.splitlines()):
+            if line.startswith(_RESULT):
+                return Verdict.model_validate_json(line[len(_RESULT) :])
+        if self.stopped:
+            raise KeyboardInterrupt
+        raise TidemarkError(
+            f"a mutant run ended without a result (exit code {child.returncode}): {err.strip()[-2000:]}",
+            source=task.path,
+            expected="the child interpreter to print its verdict",
         )
-    except subprocess.TimeoutExpired:
-        return None  # subprocess.run has killed the child
-    for line in reversed(done.stdout.splitlines()):
-        if line.startswith(_RESULT):
-            return Verdict.model_validate_json(line[len(_RESULT) :])
-    raise TidemarkError(
-        f"a mutant run ended without a result (exit code {done.returncode}): {done.stderr.strip()[-2000:]}",
-        source=task.path,
-        expected="the child interpreter to print its verdict",
-    )
+
+    def stop(self) -> None:
+        """Kill every running child and start no new one."""
+        with self._lock:
+            self.stopped = True
+            for child in self._running:
+                child.kill()
 
 
 # --- the campaign ----------------------------------------------------------------------------------------
@@ -424,7 +488,10 @@ class Target:
 TARGETS = {
     "impl/counter.py": Target(
         Path("impl/counter.py"),
-        ((Path("spec/UpdateCounter.tla"), Path("spec/UpdateCounter.cfg")),),
+        (
+            (Path("spec/UpdateCounter.tla"), Path("spec/UpdateCounter.cfg")),
+            (Path("spec/UpdateCounter.tla"), Path("spec/UpdateCounter-limit.cfg")),
+        ),
         ("tests/test_counter.py", "tests/test_counter_stateful.py"),
     ),
     "impl/cluster.py": Target(
@@ -439,37 +506,63 @@ TARGETS = {
     ),
 }
 
+Status = Literal["killed", "timeout", "survived", "unreached", "stillborn"]
+
 
 class MutantResult(BaseModel):
     key: str
     index: int
     kind: str
     line: int
-    status: Literal["killed", "timeout", "survived", "stillborn"]
+    status: Status = Field(
+        description="killed: conformance found a mismatch (or the mutant crashed it); timeout: the replay "
+        "ran past the time limit; survived: every edge conformed; unreached: the models never execute "
+        "the mutated code (it survives without being run); stillborn: the module does not import"
+    )
     model: str | None = None
     evidence: str | None = None
     test: str | None = Field(default=None, description="survivors: the first unit test that exposes it")
-    explanation: str | None = Field(default=None, description="survivors: why (conformance/mutation_survivors.py)")
+    explanation: str | None = Field(
+        default=None, description="survivors: why (conformance/mutation_survivors.py)"
+    )
     equivalent: bool = False
     seconds: float = 0.0
+
+    @property
+    def killed(self) -> bool:
+        return self.status in ("killed", "timeout")
+
+    @property
+    def survived(self) -> bool:
+        return self.status in ("survived", "unreached")
 
 
 class ModuleScore(BaseModel):
     path: str
     models: list[str]
-    mutants: int
-    stillborn: int
-    killed: int = Field(description="by conformance (a mismatch, a crash or a run past the time limit)")
-    survived: int
-    equivalent: int = Field(description="survivors argued equivalent")
     control_seconds: float = Field(description="replay of every model by the unmutated module")
     results: list[MutantResult]
 
+    def count(self, predicate: Callable[[MutantResult], bool]) -> int:
+        return sum(1 for r in self.results if predicate(r))
+
+    @property
+    def killable(self) -> int:
+        """Mutants that some input tells from the module: neither stillborn nor argued equivalent."""
+        return self.count(lambda r: r.status != "stillborn" and not r.equivalent)
+
     @property
     def score(self) -> float:
-        """Killed over the mutants that can be killed (neither stillborn nor equivalent)."""
-        killable = self.mutants - self.stillborn - self.equivalent
-        return self.killed / killable if killable else 1.0
+        """Share of the killable mutants that conformance kills."""
+        return self.count(lambda r: r.killed) / self.killable if self.killable else 1.0
+
+    @property
+    def reached_score(self) -> float:
+        """The same share among the killable mutants whose code the models execute."""
+        reached = self.count(
+            lambda r: r.status != "stillborn" and r.status != "unreached" and not r.equivalent
+        )
+        return self.count(lambda r: r.killed) / reached if reached else 1.0
 
 
 def prepare_graphs(target: Target, work: Path) -> list[ModelGraph]:
@@ -493,6 +586,7 @@ def prepare_graphs(target: Target, work: Path) -> list[ModelGraph]:
 def run_module(
     target: Target,
     work: Path,
+    children: Children,
     *,
     jobs: int = 2,
     sample: int | None = None,
@@ -506,7 +600,7 @@ def run_module(
     graphs = prepare_graphs(target, work)
     path = str(target.path)
     started = time.monotonic()
-    control = run_task(Task(path=path, index=None, models=graphs), timeout=3600)
+    control = children.run(Task(path=path, index=None, models=graphs, trace=True), timeout=3600)
     control_seconds = time.monotonic() - started
     if control is None or control.status != "survived":
         raise TidemarkError(
@@ -514,26 +608,30 @@ def run_module(
             source=path,
             expected="conformance to hold before mutants are measured",
         )
+    executed = set(control.lines)
     chosen = mutants(target.path)
     if sample is not None:
         chosen = sorted(random.Random(seed).sample(chosen, min(sample, len(chosen))), key=lambda m: m.index)
     timeout = 3 * control_seconds + 60
+    known = SURVIVORS.get(path, {})
 
     def measure(mutant: Mutant) -> MutantResult:
         begun = time.monotonic()
-        verdict = run_task(Task(path=path, index=mutant.index, models=graphs), timeout)
         result = MutantResult(
-            key=mutant.key, index=mutant.index, kind=mutant.kind, line=mutant.line, status="timeout"
+            key=mutant.key, index=mutant.index, kind=mutant.kind, line=mutant.line, status="unreached"
         )
-        if verdict is not None:
-            result.status, result.model, result.evidence = verdict.status, verdict.model, verdict.evidence
-        if result.status == "survived":
-            known = SURVIVORS.get(path, {}).get(mutant.key)
-            if known is not None:
-                result.equivalent, result.explanation = known
+        reached = mutant.at_import or not executed.isdisjoint(range(mutant.line, mutant.end_line + 1))
+        if reached:
+            verdict = children.run(Task(path=path, index=mutant.index, models=graphs), timeout)
+            result.status = "timeout" if verdict is None else verdict.status
+            if verdict is not None:
+                result.model, result.evidence = verdict.model, verdict.evidence
+        if result.survived:
+            if mutant.key in known:
+                result.equivalent, result.explanation = known[mutant.key]
             if tests:
-                exposed = run_task(Task(path=path, index=mutant.index, tests=list(target.tests)), timeout)
-                result.test = "(unit tests time out)" if exposed is None else exposed.test
+                exposed = children.run(Task(path=path, index=mutant.index, tests=list(target.tests)), timeout)
+                result.test = "(the unit tests time out)" if exposed is None else exposed.test
         result.seconds = round(time.monotonic() - begun, 2)
         if on_result is not None:
             on_result(result)
@@ -541,15 +639,9 @@ def run_module(
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(measure, chosen))
-    survivors = [r for r in results if r.status == "survived"]
     return ModuleScore(
         path=path,
         models=[g.config for g in graphs],
-        mutants=len(results),
-        stillborn=sum(r.status == "stillborn" for r in results),
-        killed=sum(r.status in ("killed", "timeout") for r in results),
-        survived=len(survivors),
-        equivalent=sum(r.equivalent for r in survivors),
         control_seconds=round(control_seconds, 2),
         results=results,
     )

@@ -48,7 +48,7 @@ class CounterInconsistencyError(AssertionError):
 
 
 class TooManyGapsError(RuntimeError):
-    """Queueing a range beyond the gap limit (Ignite: "Too many gaps", a critical failure that stops the node)."""
+    """Queueing a range beyond the gap limit (Ignite: "Too many gaps", a critical failure: the node stops)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -248,7 +248,9 @@ class CounterMapping:
             raise ReplayError(f"unknown action {name!r}")
         result = update_result(counters[copy], *r)
         if result != _field(action, "result"):
-            raise ReplayError(f"update{r} on copy {copy}: {result}, the spec's step: {_field(action, 'result')}")
+            raise ReplayError(
+                f"update{r} on copy {copy}: {result}, the spec's step: {_field(action, 'result')}"
+            )
         if name == "Replay" or result == TOO_MANY_GAPS:
             return after
         pending = {**impl.pending, copy: impl.pending[copy] - {r}}
@@ -277,7 +279,8 @@ class CounterMapping:
         primary = _field(impl.action, "primary")
         if (_field(impl.action, "lwm"), _field(impl.action, "gaps")) != (max_lwm, gaps):
             raise ReplayError(
-                f"the copies' max LWM is {max_lwm} and finalize returned {gaps}, the spec's exchange: {impl.action}"
+                f"the copies' max LWM is {max_lwm} and finalize returned {gaps}, "
+                f"the spec's exchange: {impl.action}"
             )
         if primary not in self._new_primaries(impl):
             raise ReplayError(f"{primary!r} cannot be primary after this exchange")
