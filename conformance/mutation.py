@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import coverage
 from pydantic import BaseModel, Field
 
 from conformance.errors import TidemarkError
@@ -351,7 +352,7 @@ def _first_mismatch(model: ModelGraph) -> str | None:
     for fp, text, outgoing in tables.rows():
         try:
             result = replay_state(mapping, fp, text, outgoing)
-        except Exception as error:
+        except Exception as error:  # any crash of the mutant fails the conformance run
             return f"state {fp}: {type(error).__name__}: {error}"
         if result.examples:
             mismatch = result.examples[0]
@@ -383,46 +384,30 @@ def _failing_test(tests: list[str]) -> str | None:
     return plugin.nodeid
 
 
-def _trace_lines(path: Path, lines: set[int]) -> None:
-    """Record into `lines` every line of the module at `path` that runs from now on."""
-    target = str(path.resolve())
-
-    def local(frame: types.FrameType, event: str, arg: object) -> Any:
-        if event == "line":
-            lines.add(frame.f_lineno)
-        return local
-
-    def calls(frame: types.FrameType, event: str, arg: object) -> Any:
-        if str(Path(frame.f_code.co_filename).resolve()) != target:
-            return None
-        lines.add(frame.f_lineno)
-        return local
-
-    sys.settrace(calls)
-
-
 def child_main() -> int:
     """Entry point of the child interpreter: a Task on stdin, a Verdict on the last stdout line."""
     task = Task.model_validate_json(sys.stdin.read())
     verdict = Verdict(status="survived")
-    executed: set[int] = set()
     try:
         if task.index is not None:
             install(Path(task.path), task.index)
-    except Exception as error:
+    except Exception as error:  # a mutant that cannot even be imported
         verdict = Verdict(status="stillborn", evidence=f"{type(error).__name__}: {error}")
     else:
-        if task.trace:
-            _trace_lines(Path(task.path), executed)
+        module = str(Path(task.path).resolve())
+        tracer = coverage.Coverage(data_file=None, include=[module]) if task.trace else None
+        if tracer is not None:
+            tracer.start()
         for model in task.models:
             evidence = _first_mismatch(model)
             if evidence is not None:
                 verdict = Verdict(status="killed", model=model.config, evidence=evidence)
                 break
-        sys.settrace(None)
+        if tracer is not None:
+            tracer.stop()
+            verdict.lines = sorted(tracer.get_data().lines(module) or [])
         if task.tests:
             verdict.test = _failing_test(task.tests)
-    verdict.lines = sorted(executed)
     print(_RESULT + verdict.model_dump_json(), flush=True)
     return 0
 

@@ -26,7 +26,7 @@ from conformance.tlc.values import (
 
 SPEC = Path("spec/UpdateCounter.tla")
 SMALL = Path("tests/models/UpdateCounter-small.cfg")
-ACTIONS = {"Reserve", "Commit", "Rollback", "Drop", "Replay", "Restart", "Exchange"}
+ACTIONS = {"Reserve", "Commit", "Rollback", "Drop", "Replay", "Restart", "Exchange", "JoinExchange"}
 
 pytestmark = pytest.mark.tlc
 
