@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import signal
 import sys
 import time
@@ -22,7 +23,7 @@ from pathlib import Path
 from types import FrameType
 
 from conformance.errors import TidemarkError
-from conformance.mutation import TARGETS, Children, ModuleScore, MutantResult, run_module
+from conformance.mutation import TARGETS, Children, ModuleScore, MutantResult, mutants, run_module
 from conformance.mutation_survivors import SURVIVORS
 
 
@@ -50,13 +51,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for module in args.module or ["impl/counter.py"]:
             started = time.monotonic()
+            target = TARGETS[module]
+            chosen = mutants(target.path)
+            if args.sample is not None:
+                picked = random.Random(args.seed).sample(chosen, min(args.sample, len(chosen)))
+                chosen = sorted(picked, key=lambda m: m.index)
             score = run_module(
-                TARGETS[module],
+                target,
                 args.work,
                 children,
+                chosen=chosen,
                 jobs=args.jobs,
-                sample=args.sample,
-                seed=args.seed,
                 tests=not args.no_tests,
                 on_result=_progress,
             )

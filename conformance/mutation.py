@@ -16,14 +16,13 @@ exposes is listed with the argument that it is equivalent (`SURVIVORS`) or repor
 from __future__ import annotations
 
 import ast
-import random
 import subprocess
 import sys
 import threading
 import time
 import types
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ import coverage
 from pydantic import BaseModel, Field
 
 from conformance.errors import TidemarkError
+from conformance.mutation_survivors import explanation
 
 # Comparison flips: each operator's boundary shift and negation.
 _COMPARE: dict[type[ast.cmpop], tuple[type[ast.cmpop], ...]] = {
@@ -482,12 +482,12 @@ TARGETS = {
     "impl/cluster.py": Target(
         Path("impl/cluster.py"),
         ((Path("spec/TxCounters.tla"), Path("spec/TxCounters.cfg")),),
-        ("tests/test_cluster.py", "tests/test_cluster_stateful.py"),
+        ("tests/test_cluster.py", "tests/test_cluster_stateful.py", "tests/test_scenario.py"),
     ),
     "impl/pme.py": Target(
         Path("impl/pme.py"),
         ((Path("spec/PME.tla"), Path("spec/PME.cfg")),),
-        ("tests/test_pme_stateful.py",),
+        ("tests/test_pme_stateful.py", "tests/test_scenarios_pme.py"),
     ),
 }
 
@@ -573,14 +573,13 @@ def run_module(
     work: Path,
     children: Children,
     *,
+    chosen: Sequence[Mutant] | None = None,
     jobs: int = 2,
-    sample: int | None = None,
-    seed: int = 0,
     tests: bool = True,
     on_result: Callable[[MutantResult], None] | None = None,
 ) -> ModuleScore:
-    """Every mutant of the module (or a seeded sample of them) against conformance on its models."""
-    from conformance.mutation_survivors import SURVIVORS
+    """Every mutant of the module (or the `chosen` ones) against conformance on its models; survivors
+    against its unit tests too (`tests`)."""
 
     graphs = prepare_graphs(target, work)
     path = str(target.path)
@@ -594,11 +593,7 @@ def run_module(
             expected="conformance to hold before mutants are measured",
         )
     executed = set(control.lines)
-    chosen = mutants(target.path)
-    if sample is not None:
-        chosen = sorted(random.Random(seed).sample(chosen, min(sample, len(chosen))), key=lambda m: m.index)
     timeout = 3 * control_seconds + 60
-    known = SURVIVORS.get(path, {})
 
     def measure(mutant: Mutant) -> MutantResult:
         begun = time.monotonic()
@@ -612,8 +607,7 @@ def run_module(
             if verdict is not None:
                 result.model, result.evidence = verdict.model, verdict.evidence
         if result.survived:
-            if mutant.key in known:
-                result.equivalent, result.explanation = known[mutant.key]
+            result.equivalent, result.explanation = explanation(path, mutant.key) or (False, None)
             if tests:
                 exposed = children.run(Task(path=path, index=mutant.index, tests=list(target.tests)), timeout)
                 result.test = "(the unit tests time out)" if exposed is None else exposed.test
@@ -623,7 +617,7 @@ def run_module(
         return result
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(measure, chosen))
+        results = list(pool.map(measure, mutants(target.path) if chosen is None else chosen))
     return ModuleScore(
         path=path,
         models=[g.config for g in graphs],

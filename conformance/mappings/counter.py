@@ -70,10 +70,6 @@ def update_result(counter: PartitionUpdateCounter, start: int, delta: int) -> st
         return TOO_MANY_GAPS
 
 
-def _gaps(gaps: list[tuple[int, int]]) -> Value:
-    return tuple(gaps)
-
-
 def _field(record: Value, name: str) -> Value:
     if not isinstance(record, Record) or name not in record:
         raise ReplayError(f"expected a record with field {name!r}, got {record!r}")
@@ -99,7 +95,7 @@ class CounterMapping:
             raise TidemarkError(
                 f"model constants do not fit UpdateCounter: {error}",
                 source="UpdateCounter model",
-                expected="Copies, Primary, MaxCounter, Deltas, MaxMissedUpdates",
+                expected="Copies, MaxCounter, Deltas, MaxMissedUpdates",
             ) from error
         self.counter_class = counter_class
 
@@ -154,7 +150,7 @@ class CounterMapping:
         """Survivors finalize; the coordinator takes the maximum LWM of all copies (spec ExchangeLwm).
         Returns the counters after finalize, that maximum and the gaps finalize returned per survivor."""
         final = {c: counter.copy() for c, counter in impl.counters.items()}
-        gaps = shared_function((copy, _gaps(final[copy].finalize())) for copy in self._survivors(impl))
+        gaps = shared_function((copy, tuple(final[copy].finalize())) for copy in self._survivors(impl))
         return final, max(counter.lwm for counter in final.values()), gaps
 
     def _new_primaries(self, impl: CounterCopies) -> list[str]:
