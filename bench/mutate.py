@@ -87,42 +87,40 @@ def _progress(result: MutantResult) -> None:
 def _print(score: ModuleScore, seconds: float) -> None:
     killed = score.count(lambda r: r.killed)
     print(
-        f"\n{score.path}: conformance kills {killed}/{score.killable} non-equivalent mutants "
-        f"({100 * score.score:.1f} %); {100 * score.reached_score:.1f} % of those whose code the models run"
+        f"\n{score.path}: conformance kills {killed}/{score.protocol} of the mutants that change the "
+        f"protocol's behaviour ({100 * score.protocol_score:.1f} %), {killed}/{score.killable} of all "
+        f"non-equivalent ones ({100 * score.score:.1f} %)"
     )
-    statuses = {
-        s: score.count(lambda r, s=s: r.status == s)
-        for s in ("killed", "timeout", "survived", "unreached", "stillborn")
-    }
-    print(
-        f"  {len(score.results)} mutants: "
-        + ", ".join(f"{n} {s}" for s, n in statuses.items())
-        + f", {score.count(lambda r: r.equivalent)} of the survivors equivalent"
+    statuses = ("killed", "timeout", "survived", "unreached", "stillborn")
+    counts = ", ".join(f"{score.count(lambda r, s=s: r.status == s)} {s}" for s in statuses)
+    listed = ", ".join(
+        f"{score.count(lambda r, c=c: r.category == c)} {c}" for c in ("equivalent", "outside", "unreached")
     )
+    print(f"  {len(score.results)} mutants: {counts}; survivors listed as {listed}")
     print(
         f"  models {', '.join(score.models)}; control replay {score.control_seconds:.0f} s, "
         f"campaign {seconds:.0f} s"
     )
     kinds: dict[str, list[int]] = {}
     for r in score.results:
-        counts = kinds.setdefault(r.kind, [0, 0])
-        counts[0] += r.killed
-        counts[1] += r.status != "stillborn" and not r.equivalent
-    print("  killed by kind: " + ", ".join(f"{k} {a}/{b}" for k, (a, b) in sorted(kinds.items())))
+        of_kind = kinds.setdefault(r.kind, [0, 0])
+        of_kind[0] += r.killed
+        of_kind[1] += r.status != "stillborn" and r.category not in ("equivalent", "outside")
+    by_kind = ", ".join(f"{kind} {a}/{b}" for kind, (a, b) in sorted(kinds.items()))
+    print(f"  killed, by kind, of the protocol's mutants: {by_kind}")
     for r in score.results:
         if not r.survived:
             continue
-        tag = "equivalent" if r.equivalent else r.status
-        print(f"  {tag} L{r.line}: {r.key}")
+        print(f"  {r.status} L{r.line}: {r.key}")
         if r.explanation:
-            print(f"      {r.explanation}")
+            print(f"      [{r.category}] {r.explanation}")
         print(f"      exposed by {r.test}" if r.test else "      no unit test exposes it")
-        if not r.explanation and not r.test:
+        if not r.explanation:
             print("      UNEXPLAINED")
-    listed = SURVIVORS.get(score.path, {})
-    stale = [r.key for r in score.results if r.key in listed and not r.survived]
-    for key in stale:
-        print(f"  listed as a survivor but killed: {key}")
+    registry = SURVIVORS.get(score.path, {})
+    for r in score.results:
+        if r.key in registry and not r.survived:
+            print(f"  listed as a survivor but killed: {r.key}")
 
 
 if __name__ == "__main__":

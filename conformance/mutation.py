@@ -32,7 +32,7 @@ import coverage
 from pydantic import BaseModel, Field
 
 from conformance.errors import TidemarkError
-from conformance.mutation_survivors import explanation
+from conformance.mutation_survivors import Category, explanation
 
 # Comparison flips: each operator's boundary shift and negation.
 _COMPARE: dict[type[ast.cmpop], tuple[type[ast.cmpop], ...]] = {
@@ -69,14 +69,23 @@ class Mutant:
 
 
 def _change(before: str, after: str) -> tuple[str, str]:
-    """The part of two one-line texts around their difference (at most about 90 characters each)."""
+    """Two one-line texts cut to their difference and 30 characters around it when longer than 90."""
     if len(before) <= 90 and len(after) <= 90:
         return before, after
-    prefix = 0
-    while prefix < min(len(before), len(after)) and before[prefix] == after[prefix]:
-        prefix += 1
-    begin = max(0, prefix - 40)
-    return (before[begin : begin + 90], after[begin : begin + 90])
+    common = min(len(before), len(after))
+    head = next((i for i in range(common) if before[i] != after[i]), common)
+    tail = next((i for i in range(common - head) if before[-1 - i] != after[-1 - i]), common - head)
+    first = max(0, head - 30)
+
+    def cut(text: str) -> str:
+        last = min(len(text), len(text) - tail + 30)
+        return ("..." if first else "") + text[first:last] + ("..." if last < len(text) else "")
+
+    return cut(before), cut(after)
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= 90 else text[:87] + "..."
 
 
 class _Sites(ast.NodeTransformer):
@@ -107,7 +116,8 @@ class _Sites(ast.NodeTransformer):
         first: int = getattr(node, "lineno", 0)
         last: int = getattr(node, "end_lineno", None) or first
         at_import = not self.scope or isinstance(self.statement, ast.FunctionDef)
-        self.found.append((kind, first, last, at_import, scope, *_change(before, after)))
+        shown = _change(before, after) if kind != "delete" else (_shortened(before), after)
+        self.found.append((kind, first, last, at_import, scope, *shown))
         return index == self.target
 
     # --- what is never mutated ------------------------------------------------------------------------
@@ -507,10 +517,8 @@ class MutantResult(BaseModel):
     model: str | None = None
     evidence: str | None = None
     test: str | None = Field(default=None, description="survivors: the first unit test that exposes it")
-    explanation: str | None = Field(
-        default=None, description="survivors: why (conformance/mutation_survivors.py)"
-    )
-    equivalent: bool = False
+    category: Category | None = Field(default=None, description="survivors: see mutation_survivors.py")
+    explanation: str | None = Field(default=None, description="survivors: why it survives")
     seconds: float = 0.0
 
     @property
@@ -534,7 +542,12 @@ class ModuleScore(BaseModel):
     @property
     def killable(self) -> int:
         """Mutants that some input tells from the module: neither stillborn nor argued equivalent."""
-        return self.count(lambda r: r.status != "stillborn" and not r.equivalent)
+        return self.count(lambda r: r.status != "stillborn" and r.category != "equivalent")
+
+    @property
+    def protocol(self) -> int:
+        """The killable mutants that change what the protocol does on valid input (not "outside")."""
+        return self.killable - self.count(lambda r: r.category == "outside")
 
     @property
     def score(self) -> float:
@@ -542,12 +555,9 @@ class ModuleScore(BaseModel):
         return self.count(lambda r: r.killed) / self.killable if self.killable else 1.0
 
     @property
-    def reached_score(self) -> float:
-        """The same share among the killable mutants whose code the models execute."""
-        reached = self.count(
-            lambda r: r.status != "stillborn" and r.status != "unreached" and not r.equivalent
-        )
-        return self.count(lambda r: r.killed) / reached if reached else 1.0
+    def protocol_score(self) -> float:
+        """Share of the protocol's mutants that conformance kills."""
+        return self.count(lambda r: r.killed) / self.protocol if self.protocol else 1.0
 
 
 def prepare_graphs(target: Target, work: Path) -> list[ModelGraph]:
@@ -607,7 +617,7 @@ def run_module(
             if verdict is not None:
                 result.model, result.evidence = verdict.model, verdict.evidence
         if result.survived:
-            result.equivalent, result.explanation = explanation(path, mutant.key) or (False, None)
+            result.category, result.explanation = explanation(path, mutant.key) or (None, None)
             if tests:
                 exposed = children.run(Task(path=path, index=mutant.index, tests=list(target.tests)), timeout)
                 result.test = "(the unit tests time out)" if exposed is None else exposed.test

@@ -55,6 +55,12 @@ def test_constructor_rejects_invalid_items(lwm: int, items: list[tuple[int, int]
         PartitionUpdateCounter(lwm=lwm, items=items)
 
 
+def test_constructor_rejects_a_negative_hwm() -> None:
+    with pytest.raises(ValueError, match="hwm must be >= 0, got -1"):
+        PartitionUpdateCounter(lwm=0, hwm=-1)
+    assert PartitionUpdateCounter(lwm=0, hwm=0).hwm == 0
+
+
 def test_items_property_is_a_copy() -> None:
     c = PartitionUpdateCounter(lwm=0, items=[(2, 1)])
     c.items.append((10, 1))
@@ -77,6 +83,8 @@ def test_equality_compares_whole_state_and_repr_shows_it() -> None:
     assert a != PartitionUpdateCounter(lwm=1, hwm=4, items=[(2, 1)], first=False)
     assert repr(a) == "PartitionUpdateCounter(lwm=1, hwm=4, items=[(2, 1)], first=True)"
     assert a.snapshot() == CounterState(1, 4, ((2, 1),), True)
+    # Another type is not comparable here: Python then tries the other side.
+    assert a.__eq__(CounterState(1, 4, ((2, 1),), True)) is NotImplemented
 
 
 # --- reserve -------------------------------------------------------------------------------------------
@@ -420,6 +428,12 @@ def good_bytes() -> bytes:
     return data
 
 
+def test_an_empty_gap_list_restores_a_sequential_counter() -> None:
+    # Ignite writes nothing for an empty queue, but reads a zero item count as an empty one.
+    restored = PartitionUpdateCounter.from_bytes(3, struct.pack(">bi", 1, 0))
+    assert state(restored) == (3, 3, []) and restored.first
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -449,6 +463,10 @@ def test_to_bytes_rejects_values_beyond_int64() -> None:
 
 
 def test_volatile_reserve_advances_the_single_counter() -> None:
+    v = VolatileUpdateCounter()
+    assert v.counter == 0
+    assert v.reserve(1) == 0
+    assert v.reserve(2) == 1
     v = VolatileUpdateCounter()
     assert v.reserve(3) == 0
     assert v.reserve(2) == 3
@@ -482,7 +500,11 @@ def test_volatile_copy_equality_and_validation() -> None:
     assert w == v and repr(w) == "VolatileUpdateCounter(counter=3)"
     w.update(3, 1)
     assert w != v
+    assert v.__eq__(PartitionUpdateCounter(3)) is NotImplemented
     with pytest.raises(ValueError):
         VolatileUpdateCounter(-1)
     with pytest.raises(ValueError):
         v.update(0, 0)
+    with pytest.raises(ValueError, match="delta must be > 0"):
+        v.reserve(0)
+    assert v.counter == 3
