@@ -6,9 +6,9 @@
 
 For each module TLC dumps its standard models' state graphs once; the unmutated module replays them
 first (recording which of its lines run), then each mutant replays them in a fresh interpreter until the
-first mismatch (conformance/mutation.py). A mutant whose code the replay never runs survives without
+first mismatch (conformance/mutation/campaign.py). A mutant whose code the replay never runs survives without
 being run ("unreached"). Prints the score per module and every survivor, with the unit test that exposes
-it and the explanation in conformance/mutation_survivors.py; killed mutants print nothing.
+it and the explanation in conformance/mutation/survivors.py; killed mutants print nothing.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from pathlib import Path
 from types import FrameType
 
 from conformance.errors import TidemarkError
-from conformance.mutation import TARGETS, Children, ModuleScore, MutantResult, mutants, run_module
-from conformance.mutation_survivors import SURVIVORS
+from conformance.mutation.campaign import TARGETS, Children, ModuleScore, MutantResult, run_module
+from conformance.mutation.points import mutants
+from conformance.mutation.survivors import SURVIVORS
 
 
 def main(argv: list[str] | None = None) -> int:
