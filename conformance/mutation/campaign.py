@@ -68,7 +68,10 @@ def _first_mismatch(model: ModelGraph) -> str | None:
     from conformance.tlc.config import read_config
 
     tables = GraphTables(Path(model.graph))
-    mapping = mapping_for(model.spec, read_config(Path(model.config)).constants)
+    try:
+        mapping = mapping_for(model.spec, read_config(Path(model.config)).constants)
+    except Exception as error:  # the mutant rejects the model's configuration: conform fails at once
+        return f"mapping: {type(error).__name__}: {error}"[:300]
     for fp, text, outgoing in tables.rows():
         try:
             result = replay_state(mapping, fp, text, outgoing)
