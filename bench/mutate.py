@@ -3,6 +3,7 @@
     python bench/mutate.py                                        # impl/counter.py, every mutant
     python bench/mutate.py --module impl/cluster.py --module impl/pme.py
     python bench/mutate.py --sample 20 --seed 3 --no-tests --jobs 2 --json runs/mutate/counter.json
+    python bench/mutate.py --rescore runs/mutate/counter.json     # a saved run, survivors classified anew
 
 For each module TLC dumps its standard models' state graphs once; the unmutated module replays them
 first (recording which of its lines run), then each mutant replays them in a fresh interpreter until the
@@ -22,10 +23,12 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from pydantic import TypeAdapter, ValidationError
+
 from conformance.errors import TidemarkError
 from conformance.mutation.campaign import TARGETS, Children, ModuleScore, MutantResult, run_module
 from conformance.mutation.points import mutants
-from conformance.mutation.survivors import SURVIVORS
+from conformance.mutation.survivors import SURVIVORS, explanation
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,7 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--work", type=Path, default=Path("runs/mutate"), help="where the state graphs go")
     parser.add_argument("--json", type=Path, help="write every result to this file")
+    parser.add_argument(
+        "--rescore",
+        type=Path,
+        help="print a saved run (--json) with its survivors classified by the registry now",
+    )
     args = parser.parse_args(argv)
+    if args.rescore is not None:
+        return _rescore(args.rescore)
     children = Children()
 
     def terminate(signum: int, frame: FrameType | None) -> None:
@@ -80,12 +90,26 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _rescore(path: Path) -> int:
+    try:
+        scores = TypeAdapter(list[ModuleScore]).validate_json(path.read_bytes())
+    except (OSError, ValidationError) as error:
+        print(f"error: {path}: expected a run written by --json: {error}", file=sys.stderr)
+        return 2
+    for score in scores:
+        for r in score.results:
+            if r.survived:
+                r.category, r.explanation = explanation(score.path, r.key) or (None, None)
+        _print(score, None)
+    return 0
+
+
 def _progress(result: MutantResult) -> None:
     mark = "." if result.killed else result.status[0]
     print(mark, end="", file=sys.stderr, flush=True)
 
 
-def _print(score: ModuleScore, seconds: float) -> None:
+def _print(score: ModuleScore, seconds: float | None) -> None:
     killed = score.count(lambda r: r.killed)
     print(
         f"\n{score.path}: conformance kills {killed}/{score.protocol} of the mutants that change the "
@@ -99,8 +123,8 @@ def _print(score: ModuleScore, seconds: float) -> None:
     )
     print(f"  {len(score.results)} mutants: {counts}; survivors listed as {listed}")
     print(
-        f"  models {', '.join(score.models)}; control replay {score.control_seconds:.0f} s, "
-        f"campaign {seconds:.0f} s"
+        f"  models {', '.join(score.models)}; control replay {score.control_seconds:.0f} s"
+        + (f", campaign {seconds:.0f} s" if seconds is not None else "")
     )
     kinds: dict[str, list[int]] = {}
     for r in score.results:
@@ -115,7 +139,8 @@ def _print(score: ModuleScore, seconds: float) -> None:
         print(f"  {r.status} L{r.line}: {r.key}")
         if r.explanation:
             print(f"      [{r.category}] {r.explanation}")
-        print(f"      exposed by {r.test}" if r.test else "      no unit test exposes it")
+        if score.tests_run:
+            print(f"      exposed by {r.test}" if r.test else "      no unit test exposes it")
         if not r.explanation:
             print("      UNEXPLAINED")
     registry = SURVIVORS.get(score.path, {})

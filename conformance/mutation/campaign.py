@@ -247,6 +247,7 @@ class ModuleScore(BaseModel):
     path: str
     models: list[str]
     control_seconds: float = Field(description="replay of every model by the unmutated module")
+    tests_run: bool = Field(default=True, description="whether survivors were run against the unit tests")
     results: list[MutantResult]
 
     def count(self, predicate: Callable[[MutantResult], bool]) -> int:
@@ -345,5 +346,6 @@ def run_module(
         path=path,
         models=[g.config for g in graphs],
         control_seconds=round(control_seconds, 2),
+        tests_run=tests,
         results=results,
     )
