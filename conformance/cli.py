@@ -12,17 +12,19 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from conformance import options as opt
 from conformance.errors import Terminated, TidemarkError, exit_code
+from conformance.progress import Status, progress
 from conformance.scratch import signals_unwind
 from conformance.tlc.output import TlcResult
 from conformance.tlc.runner import TlcOptions
@@ -42,34 +44,16 @@ STANDARD_SPECS = [
 ]
 
 
-class Status:
-    """The one status line shown on stderr while a command runs: the current phase, or TLC's latest
-    progress message. Silent when output is not a terminal or the command prints JSON."""
-
-    def __init__(self, status: Any | None) -> None:
-        self._status = status
-        self._phase = "TLC starting…"
-
-    def line(self, text: str) -> None:
-        """A line of TLC's output: progress messages replace the status."""
-        if self._status is not None and text.startswith(
-            ("Progress(", "Finished computing", "Starting...", "Computing initial")
-        ):
-            self._status.update(f"{self._phase} — {text[:100]}")
-
-    def phase(self, text: str) -> None:
-        self._phase = text
-        if self._status is not None:
-            self._status.update(text)
+def _progress(args: argparse.Namespace) -> AbstractContextManager[Status]:
+    return progress(console, json=args.json, quiet=args.quiet, verbose=args.verbose)
 
 
-@contextmanager
-def progress(enabled: bool) -> Iterator[Status]:
-    if not enabled or not console.is_terminal:
-        yield Status(None)
-        return
-    with console.status("starting…") as status:
-        yield Status(status)
+def _emit(payload: BaseModel | dict[str, Any], code: int, exclude: set[str] | None = None) -> int:
+    """The command's one JSON object, with whether its check holds and the exit code it returns (the
+    same verdict as the code, always), and return that code."""
+    data = payload.model_dump(mode="json", exclude=exclude) if isinstance(payload, BaseModel) else payload
+    print(json.dumps({**data, "holds": code == 0, "exit_code": code}))
+    return code
 
 
 def _tlc_options(args: argparse.Namespace) -> TlcOptions:
@@ -90,40 +74,41 @@ def _print_tlc(result: TlcResult, spec: Path) -> None:
             table.add_row(f"  {label}", f"{value:,}" if isinstance(value, int) else str(value))
     out.print(table)
     if result.violation is not None:
-        violation = result.violation
-        out.print(
-            f"  violated: [bold]{violation.invariant or violation.kind}[/]"
-            f" after {len(violation.trace)} states"
-        )
-        for step in violation.trace:
-            out.print(f"  [cyan]{step.index}. {step.action}[/]")
+        from conformance.counterexample import definition, render, violation_path
+
+        name = result.violation.invariant
+        render(out, violation_path(result, spec, None), definition(spec, name) if name else None)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from conformance.tlc.output import parse_output, tlc_failure
     from conformance.tlc.runner import run_tlc
 
-    with progress(not args.json) as status:
+    with _progress(args) as status:
+        status.phase(f"model checking {args.spec} with TLC")
         run = run_tlc(args.spec, args.config, _tlc_options(args), status.line)
     result = parse_output(run, source=f"TLC on {args.spec}")
     if (error := tlc_failure(result, args.spec, args.config or args.spec.with_suffix(".cfg"))) is not None:
         raise error
+    if args.out is not None and result.violation is not None:
+        from conformance.counterexample import violation_path, write_itf
+
+        write_itf(violation_path(result, args.spec, args.config), args.out)
     if args.json:
-        print(result.model_dump_json())
-    else:
-        _print_tlc(result, args.spec)
+        return _emit(result, 0 if result.outcome == "ok" else 1)
+    _print_tlc(result, args.spec)
     return 0 if result.outcome == "ok" else 1
 
 
 def cmd_conform(args: argparse.Namespace) -> int:
     from conformance.conform import conform
 
-    with progress(not args.json) as status:
+    with _progress(args) as status:
         result = conform(
             args.spec,
             args.config,
             master=args.master,
-            local=args.local,
+            local=True if args.local else False if args.spark else None,
             mutant=args.mutant,
             run_dir=args.run_dir,
             options=_tlc_options(args),
@@ -131,9 +116,17 @@ def cmd_conform(args: argparse.Namespace) -> int:
             on_phase=status.phase,
             wait=not args.no_wait,
         )
+    from conformance.counterexample import first_mismatch_path, write_itf
+
+    path = first_mismatch_path(result, args.spec, args.config, args.run_dir, args.mutant)
+    if path is not None and args.out is not None:
+        write_itf(path, args.out)
+    if args.junit is not None:
+        from conformance.junit import conform_case, suite, write
+
+        write(args.junit, [suite(result.spec, [conform_case(result)])])
     if args.json:
-        print(result.model_dump_json(exclude={"tlc"}))
-        return 0 if result.holds else 1
+        return _emit(result, 0 if result.holds else 1, exclude={"tlc"})
     if result.tlc is not None and result.outcome != "ok":
         _print_tlc(result.tlc, args.spec)
         return 1
@@ -148,7 +141,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
         if result.graph_reused
         else f"TLC {result.tlc_seconds:.1f} s, graph load {result.load_seconds:.1f} s"
     )
-    out.print(f"  {tlc}, replay {result.replay_seconds:.1f} s on {result.master or 'this process'}")
+    out.print(f"  {tlc}, replay {result.replay_seconds:.1f} s {escape(result.engine)}")
     coverage = ", ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"  coverage: {coverage}")
     for example in result.examples[:5]:
@@ -160,6 +153,33 @@ def cmd_conform(args: argparse.Namespace) -> int:
             out.print(f"    spec takes, impl does not enable: {escape(str(example.missing))}")
         if example.extra:
             out.print(f"    impl enables, spec does not take: {escape(str(example.extra))}")
+    if path is not None:
+        from conformance.counterexample import render
+
+        out.print("[bold]the first mismatch, from an initial state:[/]")
+        render(out, path)
+        if args.out is not None:
+            out.print(f"  trace: {args.out} (replay it: tidemark explain {args.out})")
+    return 0 if result.holds else 1
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from conformance.explain import explain
+
+    result = explain(args.trace, args.spec, args.config, args.mutant, correct=args.correct)
+    if args.json:
+        return _emit(result, 0 if result.holds else 1)
+    who = f"mutant {result.mutant}" if result.mutant else "the implementation"
+    out.print(f"[bold]{escape(result.trace)}[/] ({result.spec}) on {who}:")
+    for step in result.steps:
+        mark = "[green]agrees[/]" if step.agrees else "[red]differs[/]"
+        out.print(f"  {step.index}. {escape(step.action)}: {mark}")
+        for line in step.diff:
+            out.print(f"      {escape(line)}", highlight=False)
+    if result.holds:
+        out.print(f"[green]{who} takes every step of the trace[/]")
+    else:
+        out.print(f"[red]{who} leaves the trace at step {result.steps[-1].index}[/]")
     return 0 if result.holds else 1
 
 
@@ -178,11 +198,15 @@ def cmd_zoo(args: argparse.Namespace) -> int:
         out.print(f"    spec (TLC): {escape(result.spec.describe())}")
         out.print(f"    impl (conformance): {escape(result.impl.describe())}")
 
-    with progress(not args.json) as status:
+    with _progress(args) as status:
         status.phase("bug zoo: TLC on each spec variant, conformance on each mutant")
         report = run_zoo(args.run_dir, args.only, _tlc_options(args), on_entry=shown, wait=not args.no_wait)
+    if args.junit is not None:
+        from conformance.junit import suite, write, zoo_cases
+
+        write(args.junit, [suite("zoo", zoo_cases(report))])
     if args.json:
-        print(report_json(report))
+        return _emit(json.loads(report_json(report)), 0 if report.all_caught else 1)
     else:
         caught = sum(r.caught for r in report.entries)
         style = "green" if report.all_caught else "red"
@@ -193,7 +217,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from conformance.simulate import simulate
 
-    with progress(not args.json) as status:
+    with _progress(args) as status:
         result = simulate(
             args.spec,
             args.config,
@@ -207,8 +231,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             on_line=status.line,
         )
     if args.json:
-        print(result.model_dump_json(exclude={"tlc"}))
-    elif result.tlc is not None and result.outcome != "ok":
+        return _emit(result, 0 if result.holds else 1, exclude={"tlc"})
+    if result.tlc is not None and result.outcome != "ok":
         _print_tlc(result.tlc, args.spec)
     else:
         style = "green" if result.holds else "red"
@@ -233,7 +257,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
 
     report = prove_counter(args.k)
     if args.json:
-        print(report.model_dump_json())
+        return _emit(report, 0 if report.all_primary_proved and report.backup_refuted else 1)
     else:
         table = Table("operation", "case", "role", "claim", "status", "s")
         for ob in report.obligations:
@@ -258,7 +282,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from conformance.report import summary_table, write_report
     from conformance.verify import verify
 
-    with locked(args.out, wait=not args.no_wait), progress(not args.json) as status:
+    with locked(args.out, wait=not args.no_wait), _progress(args) as status:
         report = verify(
             STANDARD_SPECS,
             master=args.master,
@@ -269,11 +293,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
             seed=args.seed,
             zoo=not args.skip_zoo,
             on_line=status.line,
+            on_phase=status.phase,
             wait=not args.no_wait,
         )
         page = write_report(report, args.out)
+    if args.junit is not None:
+        from conformance.junit import verify_suites, write
+
+        write(args.junit, verify_suites(report))
     if args.json:
-        print(report.model_dump_json())
+        return _emit(report, 0 if report.holds else 1)
     else:
         failing = [spec.spec for spec in report.specs if not spec.holds]
         if report.zoo is not None and not report.zoo.all_caught:
@@ -305,8 +334,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     spec, config = resolve_model(traces, args.spec, args.config)
     report = validate_traces(traces, spec, config, _tlc_options(args))
     if args.json:
-        print(report.model_dump_json())
-        return 0 if report.holds else 1
+        return _emit(report, 0 if report.holds else 1)
     style = "green" if report.holds else "red"
     out.print(
         f"[bold]{escape(str(args.traces))}[/]: [{style}]{report.accepted}/{report.traces} traces accepted[/]"
@@ -338,9 +366,13 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     target = output_paths(args.out, scenario.name)[0]  # checked before the run
     result = run_scenario(scenario)
     diagram, page = write_outputs(result, target)
+    if args.junit is not None:
+        from conformance.junit import scenario_cases, suite, write
+
+        write(args.junit, [suite(f"scenario {result.name}", scenario_cases(result))])
     if args.json:
-        print(json.dumps({**scenario_summary(result), "diagram": str(diagram), "page": str(page)}))
-        return 0 if result.passed else 1
+        summary = {**scenario_summary(result), "diagram": str(diagram), "page": str(page)}
+        return _emit(summary, 0 if result.passed else 1)
     out.print(timeline_table(result))
     for check in result.checks:
         if not check.holds:
@@ -409,8 +441,7 @@ def cmd_affinity(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        print(json.dumps({"partitions": args.partitions, "nodes": args.nodes, "keys": rows}))
-        return 0
+        return _emit({"partitions": args.partitions, "nodes": args.nodes, "keys": rows}, 0)
     table = Table("key", "partition", "primary", "backups")
     for row in rows:
         table.add_row(str(row["key"]), str(row["partition"]), str(row["primary"]), ", ".join(row["backups"]))
@@ -460,7 +491,7 @@ def cmd_distribution(args: argparse.Namespace) -> int:
     with locked(args.out):  # runs side by side publish whole sets of files, one after the other
         files = write_distribution_artifacts(report, args.out)
     if args.json:
-        print(report.model_dump_json(exclude={"trials"}))
+        return _emit(report, 0, exclude={"trials"})
     else:
         out.print(markdown_table(report))
         out.print(f"written: {', '.join(str(f) for f in files)}")
@@ -478,6 +509,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "conform": cmd_conform,
     "simulate": cmd_simulate,
     "zoo": cmd_zoo,
+    "explain": cmd_explain,
     "prove": cmd_prove,
     "affinity": cmd_affinity,
     "distribution": cmd_distribution,
@@ -518,9 +550,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logger = logging.getLogger("tidemark")
     if not any(isinstance(handler, _Notices) for handler in logger.handlers):
         logger.addHandler(_Notices())
-        logger.setLevel(logging.INFO)
     try:
         args = opt.build_parser(__doc__.splitlines()[0] if __doc__ else None).parse_args(argv)
+        logger.setLevel(logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO)
         with signals_unwind():  # SIGTERM unwinds the run like Ctrl-C
             code: int = COMMANDS[args.command](args)
     except BaseException as error:  # every way a command ends maps to an exit code, in one place

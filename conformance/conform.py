@@ -61,6 +61,7 @@ class ConformResult(BaseModel):
     graph_reused: bool = Field(default=False, description="the run directory's graph matched the inputs")
     replay_seconds: float = 0.0
     master: str | None = None
+    engine: str = Field(default="", description="where the replay ran, and why there")
     coverage: dict[str, int] = Field(default_factory=dict)
     examples: list[Mismatch] = Field(default_factory=list)
     tlc: TlcResult | None = None
@@ -290,12 +291,31 @@ def _write_atomically(path: Path, text: str) -> None:
         scratch.write_text(text)
 
 
+# Below this many edges a replay in this process beats a new Spark session (docs/performance.md, "Where
+# Spark pays off": a new local[2] session costs 14-28 s before its first edge and wins above about 160,000
+# edges on the heaviest model, PME; later on the counter models).
+AUTO_SPARK_EDGES = 160_000
+
+
+def replay_engine(edges: int, master: str | None, local: bool | None) -> tuple[bool, str]:
+    """(replay in this process?, why): as asked, or, with `local` None and no master, by the graph's size."""
+    if local:
+        return True, "in this process (asked for)"
+    if master is not None:
+        return False, f"on Spark at {master} (asked for)"
+    if local is not None:
+        return False, "on Spark (asked for)"
+    if edges < AUTO_SPARK_EDGES:
+        return True, f"in this process ({edges:,} edges: below {AUTO_SPARK_EDGES:,}, Spark would not pay off)"
+    return False, f"on Spark ({edges:,} edges: at least {AUTO_SPARK_EDGES:,}, where Spark pays off)"
+
+
 def conform(
     spec: Path,
     config: Path | None = None,
     *,
     master: str | None = None,
-    local: bool = False,
+    local: bool | None = False,
     mutant: str | None = None,
     run_dir: Path | None = None,
     options: TlcOptions | None = None,
@@ -305,10 +325,12 @@ def conform(
 ) -> ConformResult:
     """Model-check `spec` with a state-graph dump and replay every edge and state on the impl.
 
-    `on_line` gets TLC's output lines, `on_phase` a short note as each later phase starts. The run
-    directory stays consistent if the run is interrupted: the results of an earlier run are removed
-    before anything changes, and every file is written under a temporary name and renamed. One run at
-    a time works in a run directory: another one waits for it (or, unless `wait`, fails at once).
+    `local`: replay in this process (True), on Spark (False), or by the graph's size (None,
+    `replay_engine`). `on_line` gets TLC's output lines, `on_phase` a short note as each later phase
+    starts. The run directory stays consistent if the run is interrupted: the results of an earlier run
+    are removed before anything changes, and every file is written under a temporary name and renamed.
+    One run at a time works in a run directory: another one waits for it (or, unless `wait`, fails at
+    once).
     """
     phase = on_phase or (lambda _: None)
     find_java()  # nothing is created in the run directory without the tools to fill it
@@ -346,11 +368,12 @@ def conform(
                 expected="a spec that records each step in `action` (see DESIGN.md)",
             )
         started = time.monotonic()
-        if local:
-            phase(f"replaying {graph.edges:,} edges in this process")
+        in_process, result.engine = replay_engine(graph.edges, master, local)
+        if in_process:
+            phase(f"replaying {graph.edges:,} edges {result.engine}")
             summary = replay_locally(run_dir, spec.stem, model.constants, mutant)
         else:
-            phase("starting Spark")
+            phase(f"starting Spark: replaying {result.engine}")
             with spark_session(master) as spark:
                 result.master = spark.sparkContext.master
                 phase(f"replaying {graph.edges:,} edges on Spark {result.master}")

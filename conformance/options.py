@@ -10,7 +10,9 @@ conformance/scenarios/outputs.py, before the scenario runs.)
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
+import platform
 import re
 import tempfile
 from collections.abc import Callable
@@ -187,6 +189,40 @@ def _tlc_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heap", type=heap, default="2g", help="TLC's JVM heap, -Xmx (default 2g)")
 
 
+def itf_file(text: str) -> Path:
+    """An ITF trace to write: a name ending in .itf.json, in an existing, writable directory."""
+    path = Path(text)
+    if not path.name.endswith(".itf.json"):
+        raise argparse.ArgumentTypeError(f"{text}: an ITF trace is written to a file named X.itf.json")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory: give a file name ending in .itf.json")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is not a writable directory")
+    return path
+
+
+def junit_file(text: str) -> Path:
+    """A JUnit XML report to write: a file name in an existing, writable directory."""
+    path = Path(text)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory: give a file name, e.g. results.xml")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is not a writable directory")
+    return path
+
+
+def _junit_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--junit", type=junit_file, metavar="FILE.xml", help="also write the verdicts as JUnit XML"
+    )
+
+
+def _trace_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--out", type=itf_file, metavar="X.itf.json", help=f"write {what} as an ITF trace")
+
+
 def _master_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", type=spark_master, help="Spark master URL (default local[*])")
 
@@ -207,24 +243,32 @@ _ZOO_RUN = run_dir(LOCK_FILE, "configs", "graphs")
 
 def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tidemark", description=description)
+    parser.add_argument("--version", action="version", version=version_text())
     commands = parser.add_subparsers(dest="command", required=True)
 
     check = commands.add_parser("check", help="model-check a spec with TLC")
     check.add_argument("spec", type=Path)
     check.add_argument("--config", type=Path, help="TLC model config (default: SPEC with .cfg)")
     check.add_argument("--json", action="store_true", help="print one JSON object")
+    _trace_argument(check, "the counterexample")
     _tlc_arguments(check)
 
     conform = commands.add_parser("conform", help="replay a spec's state graph against the implementation")
     conform.add_argument("spec", type=Path)
     conform.add_argument("--config", type=Path, help="TLC model config (default: SPEC with .cfg)")
     _master_argument(conform)
-    conform.add_argument("--local", action="store_true", help="replay in this process, without Spark")
+    engine = conform.add_mutually_exclusive_group()
+    engine.add_argument(
+        "--local", action="store_true", help="replay in this process (default: by the graph's size)"
+    )
+    engine.add_argument("--spark", action="store_true", help="replay on Spark local[*] whatever the size")
     conform.add_argument("--mutant", help="replay against a deliberately broken implementation")
     conform.add_argument(
         "--run-dir", type=_CONFORM_RUN, help="where the graph and results go (default runs/SPEC-CFG)"
     )
     conform.add_argument("--json", action="store_true", help="print one JSON object")
+    _junit_argument(conform)
+    _trace_argument(conform, "the path from an initial state to the first mismatch")
     _no_wait_argument(conform)
     _tlc_arguments(conform)
 
@@ -246,6 +290,21 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     _tlc_arguments(simulate)
 
+    explain = commands.add_parser(
+        "explain", help="replay an ITF trace (a counterexample) on the implementation, step by step"
+    )
+    explain.add_argument("trace", type=Path, metavar="TRACE.itf.json")
+    explain.add_argument("--spec", type=Path, help="the spec (default: the trace's metadata)")
+    explain.add_argument("--config", type=Path, help="its model config (default: the trace's constants)")
+    which = explain.add_mutually_exclusive_group()
+    which.add_argument("--mutant", help="replay on a deliberately broken implementation")
+    which.add_argument(
+        "--correct",
+        action="store_true",
+        help="replay on the correct implementation, whatever the trace names",
+    )
+    explain.add_argument("--json", action="store_true", help="print one JSON object")
+
     zoo = commands.add_parser(
         "zoo", help="the bug zoo: each known bug caught by TLC (spec variant) and by conformance (mutant)"
     )
@@ -254,6 +313,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "--run-dir", type=_ZOO_RUN, default=Path("runs/zoo"), help="configs and graphs (default runs/zoo)"
     )
     zoo.add_argument("--json", action="store_true", help="print one JSON object")
+    _junit_argument(zoo)
     _no_wait_argument(zoo)
     _tlc_arguments(zoo)
 
@@ -315,6 +375,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "(default reports/scenarios/NAME.mmd)",
     )
     scenario.add_argument("--json", action="store_true", help="print one JSON object")
+    _junit_argument(scenario)
 
     _audit_parser(commands)
 
@@ -338,9 +399,29 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     )
     verify.add_argument("--skip-zoo", action="store_true", help="leave out the bug zoo (tidemark zoo)")
     verify.add_argument("--json", action="store_true", help="print the VerifyReport as one JSON object")
+    _junit_argument(verify)
     _no_wait_argument(verify)
     _tlc_arguments(verify)
+    for command in commands.choices.values():
+        _verbosity_arguments(command)
     return parser
+
+
+def _verbosity_arguments(parser: argparse.ArgumentParser) -> None:
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument("-q", "--quiet", action="store_true", help="print errors only, no progress")
+    loudness.add_argument(
+        "-v", "--verbose", action="store_true", help="also pass TLC's output and debug notices through"
+    )
+
+
+def version_text() -> str:
+    """tidemark's version, and the Python running it."""
+    try:
+        version = importlib.metadata.version("tidemark")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        version = "unknown (not installed)"
+    return f"tidemark {version} (Python {platform.python_version()})"
 
 
 def _audit_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -119,18 +119,25 @@ class ReplaySummary(BaseModel):
                 self.examples += [Mismatch.model_validate(m) for m in json.loads(examples)]
 
 
-def value_diff(expected: Value, actual: Value, path: str = "") -> list[str]:
-    """Where two values differ, as 'path: expected X, got Y' lines at the deepest differing field."""
+def value_changes(expected: Value, actual: Value, path: str = "") -> Iterator[tuple[str, Value, Value]]:
+    """Where two values differ: (path, expected, actual) at the deepest differing field."""
     if expected == actual:
-        return []
+        return
     both_maps = isinstance(expected, Record | Function) and isinstance(actual, Record | Function)
     if both_maps and set(expected) == set(actual):  # type: ignore[arg-type]
-        lines: list[str] = []
         for key in sorted(expected, key=value_sort_key):  # type: ignore[arg-type]
             name = key if isinstance(key, str) else format_value(key)
-            lines += value_diff(expected[key], actual[key], f"{path}.{name}" if path else name)  # type: ignore[index]
-        return lines
-    return [f"{path or 'value'}: expected {format_value(expected)}, got {format_value(actual)}"]
+            yield from value_changes(expected[key], actual[key], f"{path}.{name}" if path else name)  # type: ignore[index]
+        return
+    yield path or "value", expected, actual
+
+
+def value_diff(expected: Value, actual: Value, path: str = "") -> list[str]:
+    """Where two values differ, as 'path: expected X, got Y' lines at the deepest differing field."""
+    return [
+        f"{at}: expected {format_value(e)}, got {format_value(a)}"
+        for at, e, a in value_changes(expected, actual, path)
+    ]
 
 
 def state_diff(expected: State, actual: State) -> list[str]:

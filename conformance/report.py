@@ -19,12 +19,13 @@ from typing import Any
 
 from rich.table import Table
 
+from conformance.counterexample import action_text as value_action_text
 from conformance.mermaid import SCRIPT as MERMAID_SCRIPT
 from conformance.mermaid import SCRIPT_TAGS, write_mermaid
 from conformance.mermaid import VERSION as MERMAID_VERSION
 from conformance.replay import Mismatch
 from conformance.tlc.output import Outcome, TraceStep, Violation
-from conformance.tlc.values import Record, Value, format_value, from_itf, state_from_itf
+from conformance.tlc.values import format_value, from_itf, state_from_itf
 from conformance.validate import Rejection
 from conformance.verify import ConformFigures, SpecReport, TlcFigures, ValidationFigures, VerifyReport
 from conformance.zoo import ZooReport
@@ -65,15 +66,7 @@ def action_text(action: Any) -> str:
         value = from_itf(action)
     except ValueError:
         return str(action)
-    if not (isinstance(value, Record) and isinstance(value.get("name"), str)):
-        return format_value(value)
-    arguments = ", ".join(f"{k}={_plain(v)}" for k, v in value.items() if k != "name")
-    return f"{value['name']}({arguments})" if arguments else str(value["name"])
-
-
-def _plain(value: Value) -> str:
-    # Copies and nodes are strings: unquoted they read as the names they are.
-    return value if isinstance(value, str) else format_value(value)
+    return value_action_text(value)
 
 
 def _count(n: int, noun: str) -> str:
@@ -489,6 +482,15 @@ def _zoo_section(zoo: ZooReport) -> str:
             f"<td>{_e(entry.spec.describe())}</td><td>{_e(entry.impl.describe())}</td>"
             f"<td>{_verdict_html(entry.caught)}</td></tr>"
         )
+        found = [
+            *([_counterexample(entry.spec.counterexample)] if entry.spec.counterexample else []),
+            *([_mismatch(entry.impl.mismatch)] if entry.impl.mismatch else []),
+        ]
+        if found:
+            rows.append(
+                f'<tr><td colspan="4"><details><summary>{_e(entry.name)}: the counterexample and the'
+                f" mismatch</summary>\n{''.join(found)}</details></td></tr>"
+            )
     return (
         f'<section id="zoo"><h2>Bug zoo {_verdict_html(zoo.all_caught)}</h2>\n'
         "<p>Each known bug as a spec variant (spec/PMEZoo.tla, spec/HazelcastZoo.tla, selected by a"

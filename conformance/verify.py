@@ -256,6 +256,7 @@ def verify_spec(
     steps: int = DEFAULT_STEPS,
     seed: int = 0,
     on_line: Callable[[str], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
     wait: bool = True,
 ) -> SpecReport:
     """Check, conform and validate one spec against one model (default: its standard model X.cfg)."""
@@ -263,6 +264,8 @@ def verify_spec(
     config = config or spec.with_suffix(".cfg")
     options = options or TlcOptions()
     if spec.stem not in MAPPINGS and mutant is None:  # with a mutant, conform says there is no mapping
+        if on_phase is not None:
+            on_phase(f"{spec.stem}: model checking with TLC (no mapping: nothing to replay)")
         return _check_only(spec, config, options, on_line)
     result = conform(
         spec,
@@ -273,6 +276,7 @@ def verify_spec(
         run_dir=run_dir,
         options=options,
         on_line=on_line,
+        on_phase=(lambda text: on_phase(f"{spec.stem}: {text}")) if on_phase else None,
         wait=wait,
     )
     timings = Timings(
@@ -286,6 +290,8 @@ def verify_spec(
     # would be judged by a model that does not hold: TLC's outcome is the report.
     if result.outcome == Outcome.OK:
         conformance = _conform_figures(result)
+        if on_phase is not None:
+            on_phase(f"{spec.stem}: validating {traces} implementation walks with TLC")
         validation, timings.walk_seconds, timings.validation_seconds = _validate_walks(
             spec, config, mutant, traces, steps, seed, options, master, local
         )
@@ -314,6 +320,7 @@ def verify(
     seed: int = 0,
     zoo: bool = False,
     on_line: Callable[[str], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
     wait: bool = True,
 ) -> VerifyReport:
     """The main job: every spec's standard model checked, replayed on the implementation (Spark on
@@ -331,15 +338,20 @@ def verify(
             steps=steps,
             seed=seed,
             on_line=on_line,
+            on_phase=on_phase,
             wait=wait,
         )
         for spec in specs
     ]
+    phase = on_phase or (lambda _: None)
+    phase("the audit of a generated snapshot")
     if local:
         checked = audit_check(None)
     else:
         with spark_session(master) as spark:
             checked = audit_check(spark)
+    if zoo:
+        phase("the bug zoo: TLC on each spec variant, conformance on each mutant")
     return VerifyReport(
         specs=reports,
         zoo=run_zoo(options=options, wait=wait) if zoo else None,

@@ -35,7 +35,7 @@ from conformance.mappings import mapping_for
 from conformance.mutants import PME_MUTANTS
 from conformance.replay import Mismatch, explain, replay_state
 from conformance.tlc.config import read_config
-from conformance.tlc.output import Outcome, parse_output
+from conformance.tlc.output import Outcome, Violation, parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
 
 SPEC = Path("spec/PME.tla")
@@ -206,6 +206,7 @@ class SpecCatch(BaseModel):
     outcome: str
     invariant: str | None = Field(default=None, description="the invariant or property violated")
     trace: list[str] = Field(default_factory=list, description="the counterexample's actions")
+    counterexample: Violation | None = Field(default=None, description="TLC's trace, with every state")
     seconds: float
     error: str | None = None
 
@@ -227,9 +228,10 @@ class ImplCatch(BaseModel):
     def describe(self) -> str:
         if self.mismatch is None:
             return f"not caught in {self.states_replayed:,} states"
-        action = self.mismatch.action["name"] if isinstance(self.mismatch.action, dict) else "a state"
+        action = self.mismatch.action
+        step = f"on {action['name']}" if isinstance(action, dict) else "in the actions enabled"
         return (
-            f"{self.mismatch.kind} mismatch at state {self.states_replayed:,} ({action})"
+            f"{self.mismatch.kind} mismatch {step}, state {self.states_replayed:,} replayed"
             f" ({self.seconds:.1f} s)"
         )
 
@@ -303,6 +305,7 @@ def catch_in_spec(entry: ZooEntry, work_dir: Path, options: TlcOptions) -> SpecC
         outcome=result.outcome.value,
         invariant=named,
         trace=[step.action for step in violation.trace] if violation else [],
+        counterexample=violation.model_copy(update={"invariant": named}) if violation else None,
         seconds=seconds,
         error=result.error,
     )

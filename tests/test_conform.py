@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conformance.cli import main
-from conformance.conform import ConformResult, conform
+from conformance.conform import ConformResult, conform, replay_engine
 from conformance.mappings import mapping_for
 from conformance.replay import explain, replay_state
 from conformance.tlc.config import read_config
@@ -256,3 +256,20 @@ def test_a_state_the_mapping_cannot_concretize_is_one_mismatch_with_its_edges_co
     assert (result.edges, result.edges_replayed, result.edge_mismatches) == (len(edges), 0, 1)
     [mismatch] = result.examples
     assert mismatch.error is not None and mismatch.error.startswith("concretize: expected an integer")
+
+
+@pytest.mark.parametrize(
+    ("edges", "master", "local", "in_process", "why"),
+    [
+        (10, None, None, True, "below 160,000"),
+        (160_000, None, None, False, "at least 160,000"),
+        (10, "local[2]", None, False, "local[2] (asked for)"),
+        (10, None, False, False, "Spark (asked for)"),
+        (10**7, "local[2]", True, True, "this process (asked for)"),
+    ],
+)
+def test_the_replay_engine_is_chosen_by_size_unless_asked(
+    edges: int, master: str | None, local: bool | None, in_process: bool, why: str
+) -> None:
+    chosen, reason = replay_engine(edges, master, local)
+    assert chosen is in_process and why in reason

@@ -167,7 +167,7 @@ def test_split_messages_keeps_sanys_parse_error_as_plain_text() -> None:
 def test_success_figures() -> None:
     result = parsed("ok")
     assert result.outcome == Outcome.OK
-    assert result.exit_code == 0
+    assert result.tlc_exit_code == 0
     assert (result.distinct_states, result.generated_states, result.depth) == (9, 14, 5)
     assert result.seconds == 3.0
     assert result.violation is None
@@ -179,7 +179,7 @@ def test_success_figures() -> None:
 def test_invariant_violated() -> None:
     result = parsed("invariant_violation")
     assert result.outcome == Outcome.INVARIANT_VIOLATED
-    assert result.exit_code == 12
+    assert result.tlc_exit_code == 12
     assert (result.distinct_states, result.generated_states, result.depth) == (9, 9, 4)
     violation = result.violation
     assert violation is not None
@@ -224,7 +224,7 @@ def test_invariant_violated_in_the_initial_state() -> None:
     result = parsed("init_violation")
     assert bodies("init_violation", 2107) == ["Invariant Positive is violated by the initial state:\nx = 0"]
     assert result.outcome == Outcome.INVARIANT_VIOLATED
-    assert result.exit_code == 12
+    assert result.tlc_exit_code == 12
     assert result.violation is not None
     assert result.violation.invariant == "Positive"
     assert result.violation.kind == Outcome.INVARIANT_VIOLATED
@@ -241,7 +241,7 @@ def test_invariant_violated_in_the_initial_state_has_that_state_as_trace() -> No
 def test_deadlock() -> None:
     result = parsed("deadlock")
     assert result.outcome == Outcome.DEADLOCK
-    assert result.exit_code == 11
+    assert result.tlc_exit_code == 11
     assert (result.distinct_states, result.generated_states, result.depth) == (4, 4, 4)
     violation = result.violation
     assert violation is not None
@@ -254,7 +254,7 @@ def test_deadlock() -> None:
 def test_temporal_property_violated_with_a_lasso() -> None:
     result = parsed("temporal_violation")
     assert result.outcome == Outcome.PROPERTY_VIOLATED
-    assert result.exit_code == 13
+    assert result.tlc_exit_code == 13
     assert (result.distinct_states, result.generated_states, result.depth) == (3, 4, None)
     violation = result.violation
     assert violation is not None
@@ -293,7 +293,7 @@ def test_back_to_state_message() -> None:
 def test_action_property_violated() -> None:
     result = parsed("action_property_violation")
     assert result.outcome == Outcome.PROPERTY_VIOLATED
-    assert result.exit_code == 13
+    assert result.tlc_exit_code == 13
     assert (result.distinct_states, result.generated_states, result.depth) == (3, 4, 3)
     violation = result.violation
     assert violation is not None
@@ -305,7 +305,7 @@ def test_action_property_violated() -> None:
 def test_evaluation_error_keeps_the_nested_assert_message() -> None:
     result = parsed("assert_failed")
     assert result.outcome == Outcome.EVALUATION_ERROR
-    assert result.exit_code == 75
+    assert result.tlc_exit_code == 75
     assert result.violation is None
     assert (result.distinct_states, result.generated_states, result.depth) == (3, 3, None)
     assert result.error is not None
@@ -321,7 +321,7 @@ def test_evaluation_error_keeps_the_nested_assert_message() -> None:
 def test_syntax_error_location() -> None:
     result = parsed("syntax_error")
     assert result.outcome == Outcome.PARSE_ERROR
-    assert result.exit_code == 150
+    assert result.tlc_exit_code == 150
     where = result.location
     assert where is not None
     # SANY reports where it gave up: the module's closing line, after the unclosed parenthesis of line 6.
@@ -346,7 +346,7 @@ def test_semantic_error_location() -> None:
 def test_config_error_unknown_invariant() -> None:
     result = parsed("unknown_invariant")
     assert result.outcome == Outcome.CONFIG_ERROR
-    assert result.exit_code == 151
+    assert result.tlc_exit_code == 151
     assert result.error == (
         "The invariant NoSuchInvariant specified in the configuration file\n"
         "is not defined in the specification."
@@ -359,7 +359,7 @@ def test_config_error_missing_config_file() -> None:
     assert [m.code for m in split_messages(recording("missing_config"))[0]][2:4] == [1000, 5001]
     result = parsed("missing_config")
     assert result.outcome == Outcome.CONFIG_ERROR
-    assert result.exit_code == 255
+    assert result.tlc_exit_code == 255
     assert result.error is not None
     assert result.error == (
         "tlc2.tool.ConfigFileException: "
@@ -398,7 +398,7 @@ def test_truncated_output_of_a_timed_out_run() -> None:
     cut = _cut_in("ok", 2199, "14 states gen")
     result = parse_output(recorded_run("ok", output=cut, exit_code=-9, timed_out=True))
     assert result.outcome == Outcome.TIMEOUT
-    assert result.exit_code == -9
+    assert result.tlc_exit_code == -9
     assert (result.distinct_states, result.generated_states, result.depth) == (None, None, None)
     assert result.error == "TLC did not finish within its timeout: stopped after 3.0 s"
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import headless_chromium
+from junitparser import JUnitXml
 from PIL import Image
 
 from conformance import cli
@@ -291,7 +292,14 @@ def test_cli_verify_json_and_exit_codes(
     assert (tmp_path / "ok" / "index.html").is_file()
 
     monkeypatch.setattr(cli, "STANDARD_SPECS", [OK_SPEC, falsified])
-    assert cli.main([*argv, "--out", str(tmp_path / "bad")]) == 1
+    junit = tmp_path / "verify.xml"
+    assert cli.main([*argv, "--out", str(tmp_path / "bad"), "--junit", str(junit)]) == 1
     out = capsys.readouterr().out
     assert "FAILS: UpdateCounterFalsified" in out and str(tmp_path / "bad" / "index.html") in out
     assert "invariant violated" in out
+    # JUnit: per spec its check (failed for the falsified one), conform and validate (skipped: no mapping).
+    suites = {suite.name: {case.name: case for case in suite} for suite in JUnitXml.fromfile(str(junit))}
+    assert set(suites) == {"Ok", "UpdateCounterFalsified", "audit"} and suites["audit"]["audit"].is_passed
+    assert suites["Ok"]["check"].is_passed and suites["Ok"]["conform"].is_skipped
+    [failure] = suites["UpdateCounterFalsified"]["check"].result
+    assert "invariant violated" in failure.message

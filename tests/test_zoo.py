@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from junitparser import JUnitXml
 
 from conformance import cli
 from conformance.errors import TidemarkError
@@ -87,8 +88,11 @@ def test_an_unknown_entry_is_bad_input(capsys: pytest.CaptureFixture[str]) -> No
 def test_cli_zoo_json_and_the_verify_report(
     quick: ZooReport, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["zoo", "--only", *QUICK, "--run-dir", str(tmp_path), "--json"]
+    junit = tmp_path / "zoo.xml"
+    argv = ["zoo", "--only", *QUICK, "--run-dir", str(tmp_path / "run"), "--json", "--junit", str(junit)]
     assert cli.main(argv) == 0
+    [suite] = JUnitXml.fromfile(str(junit))
+    assert [(case.name, case.is_passed) for case in suite] == [(name, True) for name in QUICK]
     data = json.loads(capsys.readouterr().out)
     assert data["all_caught"] is True
     assert [(e["name"], e["caught"], e["spec"]["caught"], e["impl"]["caught"]) for e in data["entries"]] == [
@@ -96,7 +100,13 @@ def test_cli_zoo_json_and_the_verify_report(
     ]
     page = html_page(VerifyReport(specs=[], zoo=quick, traces=0, steps=0, seed=0))
     assert '<section id="zoo"><h2>Bug zoo <span class="holds">holds</span>' in page
-    assert "PrimaryHwmCovers violated after" in page and "edge mismatch at" in page
+    assert "PrimaryHwmCovers violated after" in page and "edge mismatch on TxStart" in page
+    # Each entry's counterexample in full: its steps with their parameters, its diagram, the mismatch.
+    switch = quick.entries[0]
+    assert switch.spec.counterexample is not None
+    assert f"{switch.name}: the counterexample and the mismatch" in page
+    assert f"Counterexample: PrimaryHwmCovers violated after {len(switch.spec.trace)} states" in page
+    assert "TxStart(" in page and page.count("sequenceDiagram") >= 2 * len(QUICK)
     missed = quick.model_copy(update={"all_caught": False})
     assert not VerifyReport(specs=[], zoo=missed, traces=0, steps=0, seed=0).holds
 

@@ -53,7 +53,11 @@ def _generate(args: argparse.Namespace) -> int:
         shutil.rmtree(work, ignore_errors=True)
     found = expected.model_dump(exclude={"injections"})
     summary = {"directory": str(target), "config": config.model_dump(), "expected": found}
-    print(json.dumps(summary) if args.json else _generated_text(target, found))
+    print(
+        json.dumps({**summary, "holds": True, "exit_code": 0})
+        if args.json
+        else _generated_text(target, found)
+    )
     return 0
 
 
@@ -112,7 +116,9 @@ def run(args: argparse.Namespace) -> int:
         )
         if against is not None:
             payload["against"] = {"dump": str(args.against), "differences": differing}
-        print(json.dumps(payload))
+        code = 1 if report.conflict or differing else 0
+        print(json.dumps({**payload, "holds": code == 0, "exit_code": code}))
+        return code
     else:
         print(idle_verify_text(report), end="")
         if against is not None:

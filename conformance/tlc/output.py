@@ -129,7 +129,7 @@ class ErrorLocation(BaseModel):
 
 class TlcResult(BaseModel):
     outcome: Outcome
-    exit_code: int
+    tlc_exit_code: int = Field(description="TLC's own exit code (tidemark's is in the command's JSON)")
     distinct_states: int | None = None
     generated_states: int | None = None
     depth: int | None = None
@@ -328,7 +328,7 @@ def parse_output(run: TlcRun, *, source: str = "TLC output") -> TlcResult:
     """Turn a finished TLC run into a TlcResult (outcome, figures, counterexample, TLC's error text)."""
     messages, plain = split_messages(run.output)
     outcome = _outcome(run, messages, plain)
-    result = TlcResult(outcome=outcome, exit_code=run.exit_code, seconds=run.seconds)
+    result = TlcResult(outcome=outcome, tlc_exit_code=run.exit_code, seconds=run.seconds)
     violation: Violation | None = None
     for message in messages:
         code, body = message.code, message.body

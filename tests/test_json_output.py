@@ -1,0 +1,49 @@
+"""Every command's JSON says whether its check holds and which exit code it returns, and both agree with
+the code the command really returns (a failing conform once printed "outcome": "ok")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ROOT / "spec" / "UpdateCounter.tla"
+SMALL = ROOT / "tests" / "models" / "UpdateCounter-small.cfg"
+FIXTURES = ROOT / "tests" / "fixtures" / "tlc"
+SCENARIO = ROOT / "scenarios" / "figure2-outdated-node-rejoins.json"
+
+
+def run_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict[str, object]]:
+    code = main([*argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+CASES = {
+    "check holds": ["check", str(FIXTURES / "Ok.tla"), "--heap", "256m"],
+    "check violated": ["check", str(FIXTURES / "InvariantViolation.tla"), "--heap", "256m"],
+    "conform mutant": [
+        *["conform", str(SPEC), "--config", str(SMALL), "--local", "--heap", "256m"],
+        *["--mutant", "no-out-of-order-tracking"],
+    ],
+    "scenario": ["scenario", str(SCENARIO)],
+    "affinity": ["affinity", "0", "1", "--type", "int"],
+}
+
+
+@pytest.mark.tlc
+@pytest.mark.parametrize("name", list(CASES))
+def test_holds_and_exit_code_agree_with_the_exit_code(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = CASES[name]
+    if argv[0] == "conform":
+        argv = [*argv, "--run-dir", str(tmp_path / "run")]
+    if argv[0] == "scenario":
+        argv = [*argv, "--out", str(tmp_path / "s.mmd")]
+    code, data = run_json(capsys, argv)
+    assert data["exit_code"] == code and data["holds"] is (code == 0)
+    assert code == (1 if name in ("check violated", "conform mutant") else 0)
