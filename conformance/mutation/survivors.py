@@ -190,6 +190,10 @@ _COUNTER: dict[str, Reason] = {
     ),
 }
 
+_CONFIG: Reason = (
+    "outside",
+    "Validation of a cluster's configuration (owners, transactions' keys), which the models never produce.",
+)
 _NOT_ENABLED: Reason = (
     "outside",
     "The check that a step is enabled when it is applied: conformance applies only the steps the spec takes, and compares enabledness through the guards (enabled), not through this check.",
@@ -201,10 +205,7 @@ _CLUSTER: dict[str, Reason] = {
         "outside",
         "Only Cluster.initial uses it, and the replay starts every edge from a state concretized from the spec; tests/test_tx_counters_conform.py compares the initial states.",
     ),
-    "Config.__post_init__: if sorted(self.owners) != list(range(len(self.owners))) or not self.owners: -> pass": (
-        "outside",
-        "Validation of a configuration (owners not covering partitions 0..P-1), which the models never produce.",
-    ),
+    "Config.__post_init__: if sorted(self.owners) != list(range(len(self.owners))) or not self.owners: -> pass": _CONFIG,
     "Cluster._when_tx_remap: if near.state is not NearState.LOCKING or self.top_ver != self.ready_ver: -> pass": (
         "unreached",
         "TxRemap without the near node locking or with an exchange under way: the standard model never holds a lock response of another version in those states.",
@@ -227,10 +228,7 @@ _IDLE_VERIFY: Reason = (
 
 # The survivors of the seeded sample docs/mutation.md reports (bench/mutate.py --sample 20 --seed 1).
 _PME: dict[str, Reason] = {
-    "PmeConfig.__post_init__: if len(lists) != 1: -> pass": (
-        "outside",
-        "Validation of a configuration (a transaction's keys in partitions with different owners), which the models never produce.",
-    ),
+    "PmeConfig.__post_init__: if len(lists) != 1: -> pass": _CONFIG,
     "PmeCluster.__eq__: return NotImplemented -> pass": (
         "outside",
         "Equality with an object of another type: no mapping compares a cluster with anything else.",
