@@ -48,11 +48,12 @@ def _progress(args: argparse.Namespace) -> AbstractContextManager[Status]:
     return progress(console, json=args.json, quiet=args.quiet, verbose=args.verbose)
 
 
-def _emit(payload: BaseModel | dict[str, Any], code: int, exclude: set[str] | None = None) -> int:
-    """The command's one JSON object, with whether its check holds and the exit code it returns (the
-    same verdict as the code, always), and return that code."""
-    data = payload.model_dump(mode="json", exclude=exclude) if isinstance(payload, BaseModel) else payload
-    print(json.dumps({**data, "holds": code == 0, "exit_code": code}))
+def _emit(command: str, result: BaseModel, code: int, **extra: Any) -> int:
+    """Print the command's one JSON object (conformance/outputs.py: its result, whether it holds and the
+    exit code) and return that code."""
+    from conformance.outputs import dump
+
+    print(dump(command, result, code, **extra))
     return code
 
 
@@ -95,7 +96,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         write_itf(violation_path(result, args.spec, args.config), args.out)
     if args.json:
-        return _emit(result, 0 if result.outcome == "ok" else 1)
+        return _emit("check", result, 0 if result.outcome == "ok" else 1)
     _print_tlc(result, args.spec)
     return 0 if result.outcome == "ok" else 1
 
@@ -126,7 +127,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
 
         write(args.junit, [suite(result.spec, [conform_case(result)])])
     if args.json:
-        return _emit(result, 0 if result.holds else 1, exclude={"tlc"})
+        return _emit("conform", result, 0 if result.holds else 1)
     if result.tlc is not None and result.outcome != "ok":
         _print_tlc(result.tlc, args.spec)
         return 1
@@ -168,7 +169,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     result = explain(args.trace, args.spec, args.config, args.mutant, correct=args.correct)
     if args.json:
-        return _emit(result, 0 if result.holds else 1)
+        return _emit("explain", result, 0 if result.holds else 1)
     who = f"mutant {result.mutant}" if result.mutant else "the implementation"
     out.print(f"[bold]{escape(result.trace)}[/] ({result.spec}) on {who}:")
     for step in result.steps:
@@ -185,7 +186,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_zoo(args: argparse.Namespace) -> int:
     from conformance.tlc.runner import find_jar, find_java
-    from conformance.zoo import ZooResult, report_json, run_zoo
+    from conformance.zoo import ZooResult, run_zoo
 
     find_java()  # before the run directory is made
     find_jar()
@@ -206,7 +207,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
         write(args.junit, [suite("zoo", zoo_cases(report))])
     if args.json:
-        return _emit(json.loads(report_json(report)), 0 if report.all_caught else 1)
+        return _emit("zoo", report, 0 if report.all_caught else 1)
     else:
         caught = sum(r.caught for r in report.entries)
         style = "green" if report.all_caught else "red"
@@ -231,7 +232,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             on_line=status.line,
         )
     if args.json:
-        return _emit(result, 0 if result.holds else 1, exclude={"tlc"})
+        return _emit("simulate", result, 0 if result.holds else 1)
     if result.tlc is not None and result.outcome != "ok":
         _print_tlc(result.tlc, args.spec)
     else:
@@ -257,7 +258,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
 
     report = prove_counter(args.k)
     if args.json:
-        return _emit(report, 0 if report.all_primary_proved and report.backup_refuted else 1)
+        return _emit("prove", report, 0 if report.all_primary_proved and report.backup_refuted else 1)
     else:
         table = Table("operation", "case", "role", "claim", "status", "s")
         for ob in report.obligations:
@@ -302,7 +303,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
         write(args.junit, verify_suites(report))
     if args.json:
-        return _emit(report, 0 if report.holds else 1)
+        return _emit("verify", report, 0 if report.holds else 1)
     else:
         failing = [spec.spec for spec in report.specs if not spec.holds]
         if report.zoo is not None and not report.zoo.all_caught:
@@ -334,7 +335,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     spec, config = resolve_model(traces, args.spec, args.config)
     report = validate_traces(traces, spec, config, _tlc_options(args))
     if args.json:
-        return _emit(report, 0 if report.holds else 1)
+        return _emit("validate", report, 0 if report.holds else 1)
     style = "green" if report.holds else "red"
     out.print(
         f"[bold]{escape(str(args.traces))}[/]: [{style}]{report.accepted}/{report.traces} traces accepted[/]"
@@ -357,7 +358,6 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         load_scenario,
         output_paths,
         run_scenario,
-        scenario_summary,
         timeline_table,
         write_outputs,
     )
@@ -371,8 +371,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 
         write(args.junit, [suite(f"scenario {result.name}", scenario_cases(result))])
     if args.json:
-        summary = {**scenario_summary(result), "diagram": str(diagram), "page": str(page)}
-        return _emit(summary, 0 if result.passed else 1)
+        return _emit("scenario", result, 0 if result.passed else 1, diagram=str(diagram), page=str(page))
     out.print(timeline_table(result))
     for check in result.checks:
         if not check.holds:
@@ -441,7 +440,12 @@ def cmd_affinity(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        return _emit({"partitions": args.partitions, "nodes": args.nodes, "keys": rows}, 0)
+        from conformance.outputs import AffinityOutput
+
+        found = AffinityOutput.model_validate(
+            {"partitions": args.partitions, "nodes": args.nodes, "keys": rows}
+        )
+        return _emit("affinity", found, 0)
     table = Table("key", "partition", "primary", "backups")
     for row in rows:
         table.add_row(str(row["key"]), str(row["partition"]), str(row["primary"]), ", ".join(row["backups"]))
@@ -491,7 +495,7 @@ def cmd_distribution(args: argparse.Namespace) -> int:
     with locked(args.out):  # runs side by side publish whole sets of files, one after the other
         files = write_distribution_artifacts(report, args.out)
     if args.json:
-        return _emit(report, 0, exclude={"trials"})
+        return _emit("distribution", report, 0)
     else:
         out.print(markdown_table(report))
         out.print(f"written: {', '.join(str(f) for f in files)}")

@@ -13,7 +13,7 @@ and in CI artifacts:
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from conformance.mermaid import SCRIPT as MERMAID_SCRIPT
 from conformance.mermaid import SCRIPT_TAGS, write_mermaid
 from conformance.mermaid import VERSION as MERMAID_VERSION
 from conformance.replay import Mismatch
+from conformance.runinfo import RunInfo
 from conformance.tlc.output import Outcome, TraceStep, Violation
 from conformance.tlc.values import format_value, from_itf, state_from_itf
 from conformance.validate import Rejection
@@ -223,8 +224,15 @@ def _mermaid_block(source: str) -> str:
 # Inline SVG bar charts.
 
 
-def bar_chart(title: str, counts: Mapping[str, int], names: Sequence[str]) -> str:
-    """Horizontal bars, one per name (0 for names without a count), scaled to the largest count."""
+def bar_chart(
+    title: str,
+    counts: Mapping[str, float],
+    names: Sequence[str],
+    shown: Callable[[float], str] = lambda v: f"{v:,}",
+    zero_warns: bool = True,
+) -> str:
+    """Horizontal bars, one per name (0 for names without a count), scaled to the largest count;
+    `shown` prints a value; a zero bar is a warning colour where a zero means something was never done."""
     label_width, bar_width, row, top = 120, 360, 22, 26
     largest = max(counts.values(), default=0) or 1
     parts = [
@@ -237,11 +245,11 @@ def bar_chart(title: str, counts: Mapping[str, int], names: Sequence[str]) -> st
         count = counts.get(name, 0)
         y = top + i * row
         width = round(bar_width * count / largest)
-        colour = "#4a7bd0" if count else "#b86e00"  # an action never taken: a warning, not a failure
+        colour = "#4a7bd0" if count or not zero_warns else "#b86e00"  # e.g. an action never taken
         parts += [
             f'<text x="{label_width - 6}" y="{y + 14}" text-anchor="end">{_e(name)}</text>',
             f'<rect x="{label_width}" y="{y + 2}" width="{width}" height="{row - 6}" fill="{colour}"/>',
-            f'<text x="{label_width + width + 4}" y="{y + 14}" fill="{colour}">{count:,}</text>',
+            f'<text x="{label_width + width + 4}" y="{y + 14}" fill="{colour}">{_e(shown(count))}</text>',
         ]
     return "".join(parts) + "</svg>\n"
 
@@ -274,6 +282,21 @@ def _code(text: str) -> str:
 def _state_table(state: Mapping[str, Any]) -> str:
     values = state_from_itf(state)
     return _table((name, _code(format_value(values[name]))) for name in sorted(values))
+
+
+def _run_section(info: RunInfo) -> str:
+    """What the verdicts are about: tools, machine, date, and each input file's digest."""
+    rows = [
+        ("tidemark", _e(info.tidemark)),
+        ("Python", _e(info.python)),
+        ("Java", _e(info.java or "not found")),
+        ("TLC", _e(info.tlc or "not found")),
+        ("Spark (pyspark)", _e(info.spark or "not installed")),
+        ("machine", _e(info.machine)),
+        ("started (UTC)", _e(info.started)),
+    ]
+    inputs = _grid(["input", "SHA-256"], ([_code(p), _code(d)] for p, d in info.inputs.items()))
+    return f'<section id="run"><h2>Run</h2>\n{_table(rows)}<h3>Inputs</h3>\n{inputs}</section>\n'
 
 
 def _summary(report: VerifyReport) -> str:
@@ -437,8 +460,11 @@ def _timings_section(spec: SpecReport) -> str:
         ("total", timings.total_seconds),
     ]
     reused = "<p>The state graph was reused from the run directory (same inputs).</p>\n"
+    phases = dict(rows[:-1])
+    chart = bar_chart(f"{spec.spec}: seconds per phase", phases, list(phases), _seconds, zero_warns=False)
     return (
         "<h3>Timings (s)</h3>\n"
+        + chart
         + _table((label, _e(_seconds(s))) for label, s in rows)
         + (reused if timings.graph_reused else "")
     )
@@ -527,6 +553,7 @@ def html_page(report: VerifyReport) -> str:
         + "".join(_spec_section(spec) for spec in report.specs)
         + (_zoo_section(report.zoo) if report.zoo is not None else "")
         + (_audit_section(report) if report.audit is not None else "")
+        + (_run_section(report.run) if report.run is not None else "")
     )
     # Mermaid only where there are diagrams (counterexamples, mismatches): a page that holds without
     # any neither loads it nor credits it.

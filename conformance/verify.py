@@ -25,6 +25,7 @@ from conformance.audit.check import AuditCheck, audit_check
 from conformance.conform import ConformResult, conform
 from conformance.mappings import MAPPINGS, mapping_for
 from conformance.replay import Mismatch
+from conformance.runinfo import RunInfo, run_info, spec_inputs
 from conformance.spark import spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.output import Outcome, TlcResult, Violation, parse_output, tlc_failure
@@ -126,6 +127,7 @@ class VerifyReport(BaseModel):
     specs: list[SpecReport]
     zoo: ZooReport | None = Field(default=None, description="the bug zoo, when it ran")
     audit: AuditCheck | None = Field(default=None, description="the audit of a generated snapshot")
+    run: RunInfo | None = Field(default=None, description="versions, machine, date and input digests")
     traces: int = Field(description="implementation walks per spec")
     steps: int
     seed: int
@@ -328,6 +330,7 @@ def verify(
     `zoo`, every bug of the zoo must be caught by TLC and by conformance (conformance/zoo.py); last, the
     audit of a small generated snapshot must find exactly its injected divergences (conformance/audit)."""
     started = time.monotonic()
+    info = run_info(path for spec in specs for path in spec_inputs(spec, spec.with_suffix(".cfg")))
     reports = [
         verify_spec(
             spec,
@@ -356,6 +359,7 @@ def verify(
         specs=reports,
         zoo=run_zoo(options=options, wait=wait) if zoo else None,
         audit=checked,
+        run=info,
         traces=traces,
         steps=steps,
         seed=seed,

@@ -18,14 +18,13 @@ docs/bugzoo.md describes each bug.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from conformance.conform import GraphTables, dump_graph
 from conformance.errors import TidemarkError
@@ -246,6 +245,7 @@ class ZooResult(BaseModel):
     spec: SpecCatch
     impl: ImplCatch
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def caught(self) -> bool:
         return self.spec.caught and self.impl.caught
@@ -374,9 +374,3 @@ def run_zoo(
             if on_entry is not None:
                 on_entry(result)
         return ZooReport(entries=results, all_caught=all(r.caught for r in results))
-
-
-def report_json(report: ZooReport) -> str:
-    """The --json object: per entry both sides, with `caught` spelled out."""
-    entries = [{**r.model_dump(mode="json"), "caught": r.caught} for r in report.entries]
-    return json.dumps({"entries": entries, "all_caught": report.all_caught})

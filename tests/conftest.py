@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -19,6 +20,18 @@ from hypothesis import HealthCheck, settings
 from conformance.spark import spark_session
 
 ROOT = Path(__file__).resolve().parent.parent
+OUTPUT_SCHEMAS = ROOT / "conformance" / "schemas" / "output"
+
+
+def assert_output_schema(command: str, data: dict[str, Any]) -> None:
+    """A command's --json object validates against its published schema, and its verdict agrees with its
+    exit code."""
+    import jsonschema
+
+    schema = json.loads((OUTPUT_SCHEMAS / f"{command}.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(schema).validate(data)
+    assert data["holds"] is (data["exit_code"] == 0)
+
 
 # CI and local runs use the same derandomized profile: failures reproduce byte for byte.
 settings.register_profile(

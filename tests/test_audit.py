@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
+from conftest import assert_output_schema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,6 +89,7 @@ def test_cli_json_dump_round_trip_and_against(
     args = [str(directory / "snapshot"), str(directory / "later"), "--local", "--dump", str(dump)]
     assert main(["audit", *args, "--report", str(page), "--json"]) == 1  # conflicts: exit 1
     payload = json.loads(capsys.readouterr().out)
+    assert_output_schema("audit", payload)
     assert payload["counter_conflicts"] == len(expected.counter_conflicts) and payload["conflict"] is True
     assert payload["not_idle"] == 2 and payload["dump"] == str(dump)
     assert {(p["group"], p["partition"]) for p in payload["partitions"] if p["not_idle"]} == {

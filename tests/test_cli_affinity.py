@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import assert_output_schema
 
 from conformance.cli import main
 from impl.affinity import RendezvousConfig, assign_partition, key_partition, make_node
@@ -47,6 +48,7 @@ def test_distribution_json_covers_every_algorithm_and_size(
     code = main([*argv, "--algorithms", *algorithms, "--out", str(tmp_path), "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0
+    assert_output_schema("distribution", report)
     rows = {(row["algorithm"], row["nodes"]) for row in report["summary"]}
     assert rows == {(a, n) for a in algorithms for n in (4, 8, 16, 32)}
     modulo_join = {

@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import assert_output_schema
 
 from conformance.cli import main
+from conformance.outputs import OUTPUTS, write_schemas
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "spec" / "UpdateCounter.tla"
@@ -31,6 +33,7 @@ CASES = {
     ],
     "scenario": ["scenario", str(SCENARIO)],
     "affinity": ["affinity", "0", "1", "--type", "int"],
+    "prove": ["prove", "--k", "2"],  # k = 1 cannot merge a range on both sides: not all cases occur
 }
 
 
@@ -47,3 +50,27 @@ def test_holds_and_exit_code_agree_with_the_exit_code(
     code, data = run_json(capsys, argv)
     assert data["exit_code"] == code and data["holds"] is (code == 0)
     assert code == (1 if name in ("check violated", "conform mutant") else 0)
+    assert_output_schema(argv[0], data)
+    if argv[0] == "conform":  # its mismatch, replayed by explain
+        trace = tmp_path / "mismatch.itf.json"
+        assert main([*argv, "--out", str(trace)]) == 1
+        capsys.readouterr()
+        code, data = run_json(capsys, ["explain", str(trace)])
+        assert code == 1
+        assert_output_schema("explain", data)
+
+
+def test_audit_generate_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["audit", "--generate", str(tmp_path / "g"), "--partitions", "16", "--entries", "200"]
+    code, data = run_json(capsys, argv)
+    assert code == 0
+    assert_output_schema("audit-generate", data)
+
+
+def test_published_schemas_are_the_generated_ones(tmp_path: Path) -> None:
+    """`python -m conformance.outputs` was run after the last change to a command's output."""
+    written = write_schemas(tmp_path)
+    assert len(written) == len(OUTPUTS)
+    for path in written:
+        published = ROOT / "conformance" / "schemas" / "output" / path.name
+        assert published.read_text() == path.read_text(), f"{published}: run python -m conformance.outputs"

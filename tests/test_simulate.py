@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import assert_output_schema
 
 from conformance.cli import main
 from conformance.errors import TidemarkError
@@ -69,7 +71,9 @@ def test_cli_simulate_json(capsys: pytest.CaptureFixture[str]) -> None:
         ["simulate", str(SPEC), "--config", str(SIM), "--traces", "10", "--depth", "20", "--local", "--json"]
     )
     assert code == 0
-    assert '"mismatches":0' in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert '"mismatches":0' in text
+    assert_output_schema("simulate", json.loads(text))
 
 
 def test_three_copies_reach_an_exchange_below_a_restarted_copys_highest_applied() -> None:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import assert_output_schema
 
 from conformance.cli import main
 from conformance.errors import TidemarkError
@@ -264,6 +265,7 @@ def test_the_command_reports_rejections_as_json(
     write_traces(path, [walks[2], tampered])
     assert main(["validate", str(path), "--config", str(SMALL), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
+    assert_output_schema("validate", report)
     assert (report["traces"], report["accepted"]) == (2, 1)
     assert [(r["id"], r["step"], r["action"]) for r in report["rejected"]] == [
         ("walk-7-3-lwm", 4, _name(states[4]))

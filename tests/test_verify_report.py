@@ -4,13 +4,14 @@ rejected walks and a TLC counterexample), the HTML report rendered in a real hea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import headless_chromium
+from conftest import assert_output_schema, headless_chromium
 from junitparser import JUnitXml
 from PIL import Image
 
@@ -269,6 +270,7 @@ def test_everything_on_the_page_is_escaped(holding: VerifyReport) -> None:
     tlc = spec.tlc.model_copy(update={"error": hostile})
     page = html_page(_report(spec.model_copy(update={"tlc": tlc, "config": hostile})))
     assert hostile not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert f'aria-label="{spec.spec}: seconds per phase"' in page  # the phases' chart
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")  # no CDN, no network
     assert "https://" not in page
 
@@ -286,10 +288,16 @@ def test_cli_verify_json_and_exit_codes(
     argv = ["verify", "--skip-zoo", "--heap", "256m"]
     assert cli.main([*argv, "--json", "--out", str(tmp_path / "ok")]) == 0
     data = json.loads(capsys.readouterr().out)
+    assert_output_schema("verify", data)
     assert data["holds"] is True and data["specs"][0]["holds"] is True  # computed, and in the JSON
     report = VerifyReport.model_validate(data)
     assert report.holds and [s.spec for s in report.specs] == ["Ok"] and report.traces == 100
     assert (tmp_path / "ok" / "index.html").is_file()
+    # What the verdict is about: the inputs' digests and the tools' versions, on the page too.
+    assert report.run is not None and report.run.tlc and report.run.java
+    digest = hashlib.sha256(OK_SPEC.read_bytes()).hexdigest()
+    assert report.run.inputs[str(OK_SPEC)] == digest
+    assert digest in (tmp_path / "ok" / "index.html").read_text()
 
     monkeypatch.setattr(cli, "STANDARD_SPECS", [OK_SPEC, falsified])
     junit = tmp_path / "verify.xml"

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import assert_output_schema
 from junitparser import JUnitXml
 
 from conformance import cli
@@ -94,6 +95,7 @@ def test_cli_zoo_json_and_the_verify_report(
     [suite] = JUnitXml.fromfile(str(junit))
     assert [(case.name, case.is_passed) for case in suite] == [(name, True) for name in QUICK]
     data = json.loads(capsys.readouterr().out)
+    assert_output_schema("zoo", data)
     assert data["all_caught"] is True
     assert [(e["name"], e["caught"], e["spec"]["caught"], e["impl"]["caught"]) for e in data["entries"]] == [
         (name, True, True, True) for name in QUICK

@@ -1,0 +1,130 @@
+"""What each command prints with --json, and its JSON Schema (conformance/schemas/output/COMMAND.schema.json).
+
+Every command's object carries `holds` (its check holds) and `exit_code` (the code it returns, 0 exactly
+when it holds), beside its result: a pydantic model dumped with some fields left out and, for a few
+commands, some fields added. `OUTPUTS` says which, per command; the CLI dumps through it and the schemas
+are generated from it (`python -m conformance.outputs`), so the two cannot drift apart. A test checks
+every command's real output against its published schema.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+SCHEMA_DIR = Path(__file__).parent / "schemas" / "output"
+
+# Added to every command's object.
+VERDICT: dict[str, Any] = {
+    "holds": {"type": "boolean", "description": "the command's check holds (exit code 0)"},
+    "exit_code": {
+        "type": "integer",
+        "enum": [0, 1],
+        "description": "the code the command returns: 0 holds, 1 does not hold (errors print no JSON)",
+    },
+}
+
+
+@dataclass(frozen=True)
+class Output:
+    """A command's JSON: `model` dumped without `exclude`, with `extra` fields (name -> JSON Schema)."""
+
+    model: str  # "module:Class", imported only when used (the CLI stays quick to start)
+    exclude: frozenset[str] = frozenset()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def model_class(self) -> type[BaseModel]:
+        import importlib
+
+        module, name = self.model.split(":")
+        cls: type[BaseModel] = getattr(importlib.import_module(module), name)
+        return cls
+
+    def schema(self, command: str) -> dict[str, Any]:
+        schema = self.model_class().model_json_schema(mode="serialization")
+        properties = {k: v for k, v in schema["properties"].items() if k not in self.exclude}
+        required = [k for k in schema.get("required", []) if k not in self.exclude]
+        schema["properties"] = {**properties, **self.extra, **VERDICT}
+        schema["required"] = [*required, *self.extra, *VERDICT]
+        schema["title"] = f"tidemark {command} --json"
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+
+
+_PATH = {"type": "string"}
+OUTPUTS: dict[str, Output] = {
+    "check": Output("conformance.tlc.output:TlcResult"),
+    "conform": Output("conformance.conform:ConformResult", frozenset({"tlc"})),
+    "simulate": Output("conformance.simulate:SimulationResult", frozenset({"tlc"})),
+    "zoo": Output("conformance.zoo:ZooReport"),
+    "explain": Output("conformance.explain:Explanation"),
+    "prove": Output("conformance.prove.counter:CounterProofReport"),
+    "affinity": Output("conformance.outputs:AffinityOutput"),
+    "distribution": Output("conformance.distribution:DistributionReport", frozenset({"trials"})),
+    "validate": Output("conformance.validate:ValidationReport"),
+    "scenario": Output(
+        "conformance.scenarios.result:ScenarioResult",
+        frozenset({"timeline", "description"}),
+        {"diagram": _PATH, "page": _PATH},
+    ),
+    "verify": Output("conformance.verify:VerifyReport"),
+    # `audit` prints its findings only (the partitions with something to say) and what it wrote.
+    "audit": Output(
+        "conformance.audit.audit:AuditReport",
+        extra={
+            "conflict": {"type": "boolean"},
+            "dump": {"type": ["string", "null"]},
+            "report": {"type": ["string", "null"]},
+        },
+    ),
+    "audit --generate": Output("conformance.outputs:GeneratedOutput"),
+}
+
+
+class AffinityKey(BaseModel):
+    key: str | int
+    partition: int
+    primary: str
+    backups: list[str]
+
+
+class AffinityOutput(BaseModel):
+    """`tidemark affinity --json`: where each key lives."""
+
+    partitions: int
+    nodes: list[str]
+    keys: list[AffinityKey]
+
+
+class GeneratedOutput(BaseModel):
+    """`tidemark audit --generate DIR --json`: what was written and what the audit must find there."""
+
+    directory: str
+    config: dict[str, Any]
+    expected: dict[str, Any]
+
+
+def dump(command: str, result: BaseModel, code: int, **extra: Any) -> str:
+    """The command's JSON text: its result as OUTPUTS says, `extra` fields, and the verdict."""
+    output = OUTPUTS[command]
+    data = result.model_dump(mode="json", by_alias=True, exclude=set(output.exclude))
+    verdict = {"holds": code == 0, "exit_code": code}
+    return json.dumps({**data, **extra, **verdict}, separators=(",", ":"))
+
+
+def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for command, output in OUTPUTS.items():
+        path = directory / f"{command.replace(' --', '-')}.schema.json"
+        path.write_text(json.dumps(output.schema(command), indent=2) + "\n", encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for path in write_schemas():
+        print(path)
