@@ -9,31 +9,26 @@ error goes to stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from conformance import options as opt
 from conformance.errors import Terminated, TidemarkError, exit_code
-from conformance.progress import Status, progress
+from conformance.outputs import emit as _emit
+from conformance.progress import Status, console, out, progress
 from conformance.scratch import signals_unwind
+from conformance.spark import executor_python
 from conformance.tlc.output import TlcResult
 from conformance.tlc.runner import TlcOptions
-
-# soft_wrap: paths and messages are never broken mid-word when output is not a terminal.
-# Tables get a readable width when output goes to a file or CI log (rich assumes 80 there).
-_WIDTH = None if sys.stdout.isatty() else 140
-console = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True, width=_WIDTH)
 
 # The standard model of every spec the main job verifies, in dependency order.
 STANDARD_SPECS = [
@@ -41,6 +36,7 @@ STANDARD_SPECS = [
     Path("spec/TxCounters.tla"),
     Path("spec/PME.tla"),
     Path("spec/HazelcastAntiEntropy.tla"),
+    Path("spec/NCachePartitionReplica.tla"),
 ]
 
 
@@ -48,22 +44,17 @@ def _progress(args: argparse.Namespace) -> AbstractContextManager[Status]:
     return progress(console, json=args.json, quiet=args.quiet, verbose=args.verbose)
 
 
-def _emit(command: str, result: BaseModel, code: int, **extra: Any) -> int:
-    """Print the command's one JSON object (conformance/outputs.py: its result, whether it holds and the
-    exit code) and return that code."""
-    from conformance.outputs import dump
-
-    print(dump(command, result, code, **extra))
-    return code
-
-
 def _tlc_options(args: argparse.Namespace) -> TlcOptions:
     return TlcOptions(workers=args.workers, timeout=args.timeout, heap=args.heap)
 
 
-def _print_tlc(result: TlcResult, spec: Path) -> None:
-    style = "green" if result.outcome == "ok" else "red"
-    out.print(f"[bold]{spec}[/]: [{style}]{result.outcome}[/]")
+def _print_tlc(
+    result: TlcResult, spec: Path, config: Path | None = None, documented: str | None = None, ok: bool = True
+) -> None:
+    style = "green" if ok else "red"
+    model = f" ({config})" if config is not None else ""
+    verdict = documented if documented is not None else result.outcome
+    out.print(f"[bold]{spec}[/]{model}: [{style}]{verdict}[/]")
     table = Table(show_header=False, box=None, pad_edge=False)
     for label, value in (
         ("distinct states", result.distinct_states),
@@ -78,32 +69,81 @@ def _print_tlc(result: TlcResult, spec: Path) -> None:
         from conformance.counterexample import definition, render, violation_path
 
         name = result.violation.invariant
-        render(out, violation_path(result, spec, None), definition(spec, name) if name else None)
+        render(out, violation_path(result, spec, config), definition(spec, name) if name else None)
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def _run_check(spec: Path, config: Path | None, args: argparse.Namespace) -> TlcResult:
     from conformance.tlc.output import parse_output, tlc_failure
     from conformance.tlc.runner import run_tlc
 
     with _progress(args) as status:
-        status.phase(f"model checking {args.spec} with TLC")
-        run = run_tlc(args.spec, args.config, _tlc_options(args), status.line)
-    result = parse_output(run, source=f"TLC on {args.spec}")
-    if (error := tlc_failure(result, args.spec, args.config or args.spec.with_suffix(".cfg"))) is not None:
+        status.phase(f"model checking {spec} with TLC" + (f" ({config})" if config else ""))
+        run = run_tlc(spec, config, _tlc_options(args), status.line)
+    result = parse_output(run, source=f"TLC on {spec}")
+    if (error := tlc_failure(result, spec, config or spec.with_suffix(".cfg"))) is not None:
         raise error
-    if args.out is not None and result.violation is not None:
-        from conformance.counterexample import violation_path, write_itf
+    return result
 
-        write_itf(violation_path(result, args.spec, args.config), args.out)
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """The model given (or the standard one and then every documented-violation model next to the spec,
+    conformance/expectations.py): each must hold, or violate exactly what it documents. The JSON is the
+    first model's result, with every documented model's run in `documented`."""
+    from conformance.expectations import documented_models, documented_run, expectation, verdict
+
+    configs = [args.config] if args.config else [None, *documented_models(args.spec)]
+    holds, first, documented = True, None, []
+    for config in configs:
+        result = _run_check(args.spec, config, args)
+        first = first or result
+        expected = expectation(config) if config is not None else None
+        words: str | None = None
+        if expected is None:
+            ok = result.outcome == "ok"
+        else:
+            ok, words = verdict(expected, result)
+            documented.append(documented_run(expected, result, ok, words))
+        holds = holds and ok
+        if args.out is not None and result.violation is not None and config is configs[0]:
+            from conformance.counterexample import violation_path, write_itf
+
+            write_itf(violation_path(result, args.spec, config), args.out)
+        if not args.json:
+            _print_tlc(result, args.spec, config, words, ok)
+    code = 0 if holds else 1
     if args.json:
-        return _emit("check", result, 0 if result.outcome == "ok" else 1)
-    _print_tlc(result, args.spec)
-    return 0 if result.outcome == "ok" else 1
+        assert first is not None
+        return _emit("check", first, code, documented=documented)
+    return code
+
+
+def _step_text(action: Any) -> str:
+    """A path's action, short: Commit(copy=b, delta=1, start=0) for [name |-> "Commit", copy |-> "b", ...]."""
+    if isinstance(action, dict) and isinstance(action.get("name"), str):
+        rest = [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in action.items() if k != "name"]
+        return f"{action['name']}({', '.join(rest)})"
+    return json.dumps(action)
 
 
 def cmd_conform(args: argparse.Namespace) -> int:
-    from conformance.conform import conform
+    import shlex
 
+    from conformance.conform import DriverOptions, conform
+
+    driver = None
+    if args.driver is not None:
+        if args.mutant or args.master or args.local or args.spark:
+            raise TidemarkError(
+                "--driver replays through driver processes in this process",
+                source="--driver",
+                expected="no --mutant, --master, --local or --spark with it",
+            )
+        command = shlex.split(args.driver)
+        if not command:
+            raise TidemarkError("empty command", source="--driver", expected="a driver's command line")
+        driver = DriverOptions(
+            command=command, processes=args.drivers, timeout=args.driver_timeout, walk=args.walk
+        )
     with _progress(args) as status:
         result = conform(
             args.spec,
@@ -116,10 +156,12 @@ def cmd_conform(args: argparse.Namespace) -> int:
             on_line=status.line,
             on_phase=status.phase,
             wait=not args.no_wait,
+            driver=driver,
         )
     from conformance.counterexample import first_mismatch_path, write_itf
 
-    path = first_mismatch_path(result, args.spec, args.config, args.run_dir, args.mutant)
+    # Through a driver each example carries its own path (the in-process rendering would replay impl/).
+    path = None if driver else first_mismatch_path(result, args.spec, args.config, args.run_dir, args.mutant)
     if path is not None and args.out is not None:
         write_itf(path, args.out)
     if args.junit is not None:
@@ -142,6 +184,14 @@ def cmd_conform(args: argparse.Namespace) -> int:
         if result.graph_reused
         else f"TLC {result.tlc_seconds:.1f} s, graph load {result.load_seconds:.1f} s"
     )
+    if result.driver is not None:
+        run = result.driver
+        walks = f", {run.paths:,} walks" if run.mode == "paths" else ""
+        out.print(
+            f"  driver {escape(' '.join(run.command))} ({escape(run.implementation)}): capabilities"
+            f" {', '.join(run.capabilities) or 'none'}; replayed by {run.mode}{walks}, {run.steps:,} steps,"
+            f" {run.restarts} restarts"
+        )
     out.print(f"  {tlc}, replay {result.replay_seconds:.1f} s {escape(result.engine)}")
     coverage = ", ".join(f"{name} {count:,}" for name, count in result.coverage.items())
     out.print(f"  coverage: {coverage}")
@@ -150,6 +200,9 @@ def cmd_conform(args: argparse.Namespace) -> int:
         out.print(f"  [red]{example.kind} mismatch[/] at state {example.src}, {what}")
         for line in [*example.diff, *([example.error] if example.error else [])]:
             out.print(f"    {escape(line)}")
+        if example.path is not None and result.driver is not None:
+            steps = " -> ".join(_step_text(step) for step in example.path) or "(the initial state)"
+            out.print(f"    path from the initial state: {escape(steps)}")
         if example.missing:
             out.print(f"    spec takes, impl does not enable: {escape(str(example.missing))}")
         if example.extra:
@@ -279,6 +332,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
+    from conformance.coverage import coverage_lines
     from conformance.locks import locked
     from conformance.report import summary_table, write_report
     from conformance.verify import verify
@@ -293,6 +347,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
             steps=args.steps,
             seed=args.seed,
             zoo=not args.skip_zoo,
+            campaign_walks=args.walks,
+            reach=True,
+            deep=args.deep,
             on_line=status.line,
             on_phase=status.phase,
             wait=not args.no_wait,
@@ -318,11 +375,37 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 f"audit: {report.audit.report.rows:,} generated rows, the injected divergences"
                 f" {'found exactly' if report.audit.holds else 'NOT found exactly'}"
             )
+        lines, broken = coverage_lines(report.campaign, report.deep, report.reachability)
+        for line in lines:
+            out.print(line)
+        failing += broken
         out.print(
             f"[red]FAILS: {', '.join(failing)}[/]" if failing else "[green]everything holds[/]",
             f"({report.total_seconds:.1f} s); report: {escape(str(page))}",
         )
     return 0 if report.holds else 1
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from conformance.campaign import run_campaign, summary_lines, write_scenario
+    from conformance.spark import spark_session
+    from impl.cluster import Fix
+
+    with nullcontext() if args.local else spark_session(args.master) as spark:
+        report = run_campaign(
+            walks=args.walks,
+            steps=args.steps,
+            seed=args.seed,
+            mutant=args.mutant,
+            fixes=() if args.faithful else tuple(Fix),
+            spark=spark,
+        )
+    scenario = write_scenario(report, args.out) if report.first_failure else None
+    code = 0 if report.holds else 1
+    if args.json:
+        return _emit("campaign", report, code, scenario=str(scenario) if scenario else None)
+    out.print("\n".join(summary_lines(report, scenario)))
+    return code
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -351,176 +434,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if report.holds else 1
 
 
-def cmd_scenario(args: argparse.Namespace) -> int:
-    from rich.markup import escape
-
-    from conformance.scenarios import (
-        load_scenario,
-        output_paths,
-        run_scenario,
-        timeline_table,
-        write_outputs,
-    )
-
-    scenario = load_scenario(args.file)
-    target = output_paths(args.out, scenario.name)[0]  # checked before the run
-    result = run_scenario(scenario)
-    diagram, page = write_outputs(result, target)
-    if args.junit is not None:
-        from conformance.junit import scenario_cases, suite, write
-
-        write(args.junit, [suite(f"scenario {result.name}", scenario_cases(result))])
-    if args.json:
-        return _emit("scenario", result, 0 if result.passed else 1, diagram=str(diagram), page=str(page))
-    out.print(timeline_table(result))
-    for check in result.checks:
-        if not check.holds:
-            out.print(
-                f"  [red]{escape(check.path)}[/]: expected {escape(json.dumps(check.expected))},"
-                f" got {escape(json.dumps(check.actual))}"
-            )
-    if result.failure:
-        out.print(f"  [red]{escape(result.failure)}[/]")
-    holding = sum(check.holds for check in result.checks)
-    style = "green" if result.passed else "red"
-    out.print(
-        f"[bold]{escape(scenario.name)}[/] (counter {scenario.counter}): [{style}]"
-        f"{'holds' if result.passed else 'FAILS'}[/] — {holding}/{len(result.checks)} expectations hold;"
-        f" diagram {escape(str(diagram))}, timeline {escape(str(page))}"
-    )
-    return 0 if result.passed else 1
-
-
-def _parse_key(text: str, kind: str) -> object:
-    """A key as the Java object it stands for: int and long keep Java's ranges (their hashCode)."""
-    import uuid
-
-    from impl.affinity import INT_MAX, INT_MIN, JavaLong
-
-    try:
-        if kind == "int":
-            if not INT_MIN <= (value := int(text)) <= INT_MAX:
-                raise ValueError(f"outside the Java int range [{INT_MIN}, {INT_MAX}]")
-            return value
-        if kind == "long":
-            return JavaLong(int(text))
-        if kind == "uuid":
-            return uuid.UUID(text)
-    except ValueError as error:
-        raise TidemarkError(
-            f"{text!r} is not a Java {kind}: {error}", source="KEY", expected=f"a Java {kind}"
-        ) from error
-    return text
-
-
-def cmd_affinity(args: argparse.Namespace) -> int:
-    from impl.affinity import RendezvousConfig, assign_partition, key_partition, make_node
-
-    if len(args.nodes) > (most := int(opt.LIMITS["affinity --nodes"].high)):
-        raise TidemarkError(f"{len(args.nodes):,} node ids", source="--nodes", expected=f"at most {most:,}")
-    if len(set(args.nodes)) != len(args.nodes):
-        repeated = sorted({node for node in args.nodes if args.nodes.count(node) > 1})
-        raise TidemarkError(
-            f"node ids repeated: {repeated}", source="--nodes", expected="distinct consistent ids"
-        )
-    config = RendezvousConfig(partitions=args.partitions, backups=args.backups)
-    nodes = [make_node(node) for node in args.nodes]
-    keys = [_parse_key(text, args.type) for text in args.keys]  # every key checked before any output
-    rows = []
-    for text, key in zip(args.keys, keys, strict=True):
-        partition = key_partition(key, args.partitions)
-        owners = [str(nodes[i].consistent_id) for i in assign_partition(partition, nodes, config)]
-        rows.append(
-            {
-                "key": text,
-                "type": args.type,
-                "partition": partition,
-                "primary": owners[0],
-                "backups": owners[1:],
-            }
-        )
-    if args.json:
-        from conformance.outputs import AffinityOutput
-
-        found = AffinityOutput.model_validate(
-            {"partitions": args.partitions, "nodes": args.nodes, "keys": rows}
-        )
-        return _emit("affinity", found, 0)
-    table = Table("key", "partition", "primary", "backups")
-    for row in rows:
-        table.add_row(str(row["key"]), str(row["partition"]), str(row["primary"]), ", ".join(row["backups"]))
-    out.print(table)
-    return 0
-
-
-def cmd_distribution(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
-    from conformance.distribution import (
-        DEFAULT_ALGORITHMS,
-        DistributionConfig,
-        markdown_table,
-        run_distribution,
-        write_distribution_artifacts,
-    )
-    from conformance.locks import locked
-    from conformance.spark import spark_session
-    from conformance.tlc.runner import find_java
-
-    by_label = {a.label: a for a in DEFAULT_ALGORITHMS}
-    unknown = [name for name in args.algorithms or [] if name not in by_label]
-    if unknown:
-        raise TidemarkError(
-            f"unknown algorithms {unknown}", source="--algorithms", expected=f"some of {sorted(by_label)}"
-        )
-    try:
-        config = DistributionConfig(
-            partitions=args.partitions,
-            backups=args.backups,
-            node_counts=tuple(args.nodes),
-            trials=args.trials,
-            seed=args.seed,
-            algorithms=tuple(by_label[name] for name in args.algorithms)
-            if args.algorithms
-            else DEFAULT_ALGORITHMS,
-        )
-    except ValidationError as error:
-        first = error.errors()[0]
-        raise TidemarkError(
-            first["msg"], source="distribution options", location=".".join(map(str, first["loc"]))
-        ) from error
-    find_java()  # Spark's driver is a JVM
-    with spark_session(args.master) as spark:
-        report = run_distribution(spark, config)
-    with locked(args.out):  # runs side by side publish whole sets of files, one after the other
-        files = write_distribution_artifacts(report, args.out)
-    if args.json:
-        return _emit("distribution", report, 0)
-    else:
-        out.print(markdown_table(report))
-        out.print(f"written: {', '.join(str(f) for f in files)}")
-    return 0
-
-
-def cmd_audit(args: argparse.Namespace) -> int:
-    from conformance.audit.command import run
-
-    return run(args)
-
-
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+# Each command's function, or "module:function" for those that live beside what they run (imported when
+# used, so that the CLI starts quickly).
+COMMANDS: dict[str, Callable[[argparse.Namespace], int] | str] = {
     "check": cmd_check,
     "conform": cmd_conform,
     "simulate": cmd_simulate,
     "zoo": cmd_zoo,
     "explain": cmd_explain,
     "prove": cmd_prove,
-    "affinity": cmd_affinity,
-    "distribution": cmd_distribution,
+    "affinity": "conformance.placement:cmd_affinity",
+    "distribution": "conformance.placement:cmd_distribution",
     "validate": cmd_validate,
-    "scenario": cmd_scenario,
+    "scenario": "conformance.scenarios.command:run",
     "verify": cmd_verify,
-    "audit": cmd_audit,
+    "audit": "conformance.audit.command:run",
+    "doctor": "conformance.doctor:cmd_doctor",
+    "campaign": cmd_campaign,
 }
 
 
@@ -550,6 +480,15 @@ def _show(error: BaseException) -> None:
         )
 
 
+def _command(name: str) -> Callable[[argparse.Namespace], int]:
+    command = COMMANDS[name]
+    if isinstance(command, str):
+        module, function = command.split(":")
+        found: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), function)
+        return found
+    return command
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     logger = logging.getLogger("tidemark")
     if not any(isinstance(handler, _Notices) for handler in logger.handlers):
@@ -557,8 +496,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = opt.build_parser(__doc__.splitlines()[0] if __doc__ else None).parse_args(argv)
         logger.setLevel(logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO)
-        with signals_unwind():  # SIGTERM unwinds the run like Ctrl-C
-            code: int = COMMANDS[args.command](args)
+        with signals_unwind(), executor_python(getattr(args, "executor_python", None)):
+            code: int = _command(args.command)(args)
     except BaseException as error:  # every way a command ends maps to an exit code, in one place
         _show(error)
         return exit_code(error)

@@ -12,20 +12,24 @@ Run directory layout (one per spec and model, reused by later commands):
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import shutil
 import time
-from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, Field, ValidationError
 
-from conformance.errors import TidemarkError
+from conformance.errors import TidemarkError, ToolError
+from conformance.kit.driver import Driver
+from conformance.kit.replay import DriverRun, replay_with_driver
 from conformance.locks import locked
 from conformance.mappings import mapping_for
 from conformance.replay import (
@@ -33,17 +37,27 @@ from conformance.replay import (
     RESULTS_SCHEMA,
     Mismatch,
     ReplaySummary,
+    StateResult,
     explain,
     replay_arrow_batches,
     replay_states,
     results_batches,
 )
-from conformance.spark import spark_session
+from conformance.spark import is_local, spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.dot import GRAPH_FORMAT, GraphSummary, dot_to_parquet
 from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
 from conformance.tlc.runner import TlcOptions, find_jar, find_java, run_tlc
 from conformance.tlc.values import Value
+
+
+class DriverOptions(BaseModel):
+    """Replay through driver processes instead of the in-process implementation."""
+
+    command: list[str] = Field(description="the driver's command line")
+    processes: int = Field(default=2, ge=1, description="drivers running in parallel")
+    timeout: float = Field(default=60.0, gt=0, description="seconds a driver has to answer one message")
+    walk: bool = Field(default=False, description="walks from the initial state even if it can `load`")
 
 
 class ConformResult(BaseModel):
@@ -62,6 +76,7 @@ class ConformResult(BaseModel):
     replay_seconds: float = 0.0
     master: str | None = None
     engine: str = Field(default="", description="where the replay ran, and why there")
+    driver: DriverRun | None = Field(default=None, description="how the drivers replayed the graph")
     coverage: dict[str, int] = Field(default_factory=dict)
     examples: list[Mismatch] = Field(default_factory=list)
     tlc: TlcResult | None = None
@@ -92,8 +107,16 @@ def replay_with_spark(
     from pyspark.sql import functions as F
 
     assert isinstance(spark, SparkSession)
-    states = spark.read.parquet(str(graph / "states.parquet"))
-    edges = spark.read.parquet(str(graph / "edges.parquet"))
+    # On a cluster the executors do not see this machine's disk: the graph travels from the driver as
+    # Arrow data, and the results come back the same way; a local master reads and writes the files.
+    local = is_local(str(spark.sparkContext.master))
+
+    def table(name: str) -> Any:
+        path = graph / name
+        return spark.read.parquet(str(path)) if local else spark.createDataFrame(pq.read_table(path))
+
+    states = table("states.parquet")
+    edges = table("edges.parquet")
     targets = states.select(
         F.col("fp").alias("dst"), F.col("digest").alias("dst_digest"), F.col("action").alias("dst_action")
     )
@@ -110,7 +133,10 @@ def replay_with_spark(
     # Arrow batches, not pickled Rows: the JVM -> Python hand-over is the cost that dominates otherwise.
     results = rows.mapInArrow(partial(replay_arrow_batches, spec, dict(constants), mutant), RESULTS_DDL)
     with _publishing(graph / RESULTS) as target:
-        results.write.parquet(str(target))
+        if local:
+            results.write.parquet(str(target))
+        else:
+            pq.write_table(results.toArrow(), target)
     return summarize(graph)
 
 
@@ -119,18 +145,48 @@ class GraphTables:
     texts that explain mismatches."""
 
     def __init__(self, graph: Path) -> None:
-        states = pq.read_table(graph / "states.parquet", columns=["fp", "state", "action", "digest"])
+        columns = pq.read_table(
+            graph / "states.parquet", columns=["fp", "initial", "state", "action", "digest"]
+        ).to_pydict()
         edges = pq.read_table(graph / "edges.parquet", columns=["src", "dst"]).to_pydict()
-        columns = states.to_pydict()
         self.order: list[int] = columns["fp"]
+        self.initial = [fp for fp, initial in zip(columns["fp"], columns["initial"], strict=True) if initial]
+        self.digests = dict(zip(columns["fp"], columns["digest"], strict=True))
         self.texts = dict(zip(columns["fp"], columns["state"], strict=True))
         target = {
             fp: (fp, digest, action)
             for fp, digest, action in zip(columns["fp"], columns["digest"], columns["action"], strict=True)
         }
+        self._parent: dict[int, tuple[int, str] | None] | None = None
         self.outgoing: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
         for src, dst in zip(edges["src"], edges["dst"], strict=True):
             self.outgoing[src].append(target[dst])
+
+    def path_to(self, fp: int) -> list[Any]:
+        """The actions (ITF) of a shortest path from an initial state to state `fp`."""
+        if self._parent is None:
+            self._parent = {fp: None for fp in self.initial}
+            frontier = deque(self.initial)
+            while frontier:
+                src = frontier.popleft()
+                for dst, _, action in self.outgoing.get(src, []):
+                    if dst not in self._parent:
+                        self._parent[dst] = (src, action)
+                        frontier.append(dst)
+        steps: list[Any] = []
+        while (step := self._parent.get(fp)) is not None:
+            fp = step[0]
+            steps.append(json.loads(step[1]))
+        return steps[::-1]
+
+    def with_paths(self, examples: list[Mismatch]) -> list[Mismatch]:
+        """The examples, each with the path that leads to it from an initial state (if it has none)."""
+        return [
+            m
+            if m.path is not None
+            else m.model_copy(update={"path": [*self.path_to(m.src), *([m.action] if m.action else [])]})
+            for m in examples
+        ]
 
     def rows(self) -> Iterator[tuple[int, str, list[tuple[int, int, str]]]]:
         """(state, its JSON, outgoing edges (dst, dst digest, dst action)) in the tables' order, which is
@@ -144,12 +200,34 @@ def replay_locally(
 ) -> ReplaySummary:
     """The same replay in this process, without Spark (a baseline for benchmarks and small graphs)."""
     tables = GraphTables(graph)
+    return _write_results(graph, tables, replay_states(spec, constants, mutant, tables.rows()))
+
+
+def _write_results(graph: Path, tables: GraphTables, results: Iterable[StateResult]) -> ReplaySummary:
     with _publishing(graph / RESULTS) as target:
         target.mkdir()
         with pq.ParquetWriter(target / "part-00000.parquet", RESULTS_SCHEMA) as writer:
-            for batch in results_batches(replay_states(spec, constants, mutant, tables.rows())):
+            for batch in results_batches(results):
                 writer.write_batch(batch)
-    return summarize(graph, tables.texts.get)
+    summary = summarize(graph, tables.texts.get)
+    summary.examples = tables.with_paths(summary.examples)
+    return summary
+
+
+def replay_with_drivers(
+    graph: Path, spec: str, constants: Mapping[str, Value], options: DriverOptions
+) -> tuple[ReplaySummary, DriverRun]:
+    """The replay through driver processes (conformance/kit/)."""
+    tables = GraphTables(graph)
+    rows = list(tables.rows())
+    results, run = replay_with_driver(
+        rows,
+        [(fp, tables.digests[fp]) for fp in tables.initial],
+        lambda: Driver(options.command, spec, constants, timeout=options.timeout),
+        processes=options.processes,
+        walk=options.walk,
+    )
+    return _write_results(graph, tables, results), run
 
 
 def summarize(graph: Path, state_text: Callable[[int], str | None] | None = None) -> ReplaySummary:
@@ -322,6 +400,7 @@ def conform(
     on_line: Callable[[str], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
     wait: bool = True,
+    driver: DriverOptions | None = None,
 ) -> ConformResult:
     """Model-check `spec` with a state-graph dump and replay every edge and state on the impl.
 
@@ -337,7 +416,10 @@ def conform(
     find_jar()
     config = config or spec.with_suffix(".cfg")
     model = read_config(config)
-    mapping_for(spec.stem, model.constants, mutant)  # bad spec, constants or mutant: fail before TLC runs
+    if driver is None:  # bad spec, constants or mutant: fail before TLC runs
+        mapping_for(spec.stem, model.constants, mutant)
+    elif shutil.which(driver.command[0]) is None:  # nor a driver that cannot start
+        raise ToolError("cannot start the driver: no such program", source=driver.command[0])
     run_dir = run_dir or default_run_dir(spec, config)
     with locked(run_dir, wait=wait):
         for stale in (run_dir / "summary.json", run_dir / "mismatches.parquet"):
@@ -369,7 +451,11 @@ def conform(
             )
         started = time.monotonic()
         in_process, result.engine = replay_engine(graph.edges, master, local)
-        if in_process:
+        if driver is not None:
+            result.engine = f"through {driver.processes} driver process(es)"
+            phase(f"replaying {graph.edges:,} edges {result.engine}")
+            summary, result.driver = replay_with_drivers(run_dir, spec.stem, model.constants, driver)
+        elif in_process:
             phase(f"replaying {graph.edges:,} edges {result.engine}")
             summary = replay_locally(run_dir, spec.stem, model.constants, mutant)
         else:

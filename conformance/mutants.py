@@ -13,7 +13,7 @@ from typing import ClassVar, TypeVar
 from conformance.errors import TidemarkError
 from impl.cluster import Cluster, Config, TxState
 from impl.counter import PartitionUpdateCounter
-from impl.pme import PartState, PmeCluster
+from impl.pme import Copy, Event, PartState, PmeCluster
 from impl.wal import DataRecord, RollbackRecord
 
 T = TypeVar("T")
@@ -160,6 +160,34 @@ class FullRebalanceAfterKeyZero(PmeCluster):
     FULL_FIRST = 1
 
 
+class FinalizesOnAnyLeft(PmeCluster):
+    """12. A server left merged into a join exchange finalizes every copy, the rejoining one's holes too."""
+
+    def _finalizes(self) -> bool:
+        return Event.LEFT in self.pending
+
+
+class ReassignedAtLwm(PmeCluster):
+    """13. A RENTING copy assigned again is rebalanced from its own (possibly inflated) LWM."""
+
+    def _reassigned(self, node: str, part: int) -> Copy:
+        return Copy(PartState.MOVING, self.singles[node][part].lwm)
+
+
+class EnoughEntriesAtThreshold(PmeCluster):
+    """14. Historical rebalance for a partition with exactly the threshold's entries."""
+
+    def _enough_entries(self, size: int) -> bool:
+        return size >= self.config.wal_rebalance_threshold
+
+
+class DemoteWithoutActivation(PmeCluster):
+    """15. The activation after a total outage demotes no lagging OWNING copy."""
+
+    def _demotes(self) -> bool:
+        return bool(self.pending & {Event.JOINED, Event.BASELINE})
+
+
 # The bug zoo's implementation mutants, by the zoo entry's name (conformance/zoo.py).
 PME_MUTANTS: dict[str, type[PmeCluster]] = {
     "no-out-of-order-tracking": PmeNoOutOfOrderTracking,
@@ -173,6 +201,10 @@ PME_MUTANTS: dict[str, type[PmeCluster]] = {
     "historical-without-wal": HistoricalIgnoringWal,
     "node-left-without-finalize": NeverFinalizes,
     "full-rebalance-skips-key-0": FullRebalanceAfterKeyZero,
+    "merged-left-finalizes-joiner": FinalizesOnAnyLeft,
+    "renting-keeps-counter": ReassignedAtLwm,
+    "wal-threshold-inclusive": EnoughEntriesAtThreshold,
+    "activation-without-demotion": DemoteWithoutActivation,
 }
 
 
@@ -218,14 +250,14 @@ class CounterClassCluster(Cluster):
 
     def _restored_counters(self, node: str) -> dict[int, PartitionUpdateCounter]:
         """Disk.restore's counters, replayed with `counter_class` (Disk.restore takes no counter class):
-        the checkpoint's pages, then the records after its marker, then init as on partition start."""
+        the checkpoint's meta, then the records after its marker, then init as on partition start."""
         disk = self.nodes[node].disk
         parts = self.config.owned(node)
         cls = self.counter_class
-        if disk.pages is None:
+        if disk.meta is None:
             counters = {part: cls() for part in parts}
         else:
-            counters = {part: cls.from_bytes(*disk.pages.counters[part]) for part in parts}
+            counters = {part: cls.from_bytes(*disk.meta[part]) for part in parts}
         for record in disk.wal[disk.replay_from :]:
             if isinstance(record, DataRecord):
                 counters[self.config.partition(record.key)].update(record.cntr - 1, 1)

@@ -62,7 +62,12 @@ LIMITS: dict[str, Limit] = {
     "simulate --depth": Limit(1, 100_000, "steps per simulated trace"),
     "verify --traces": Limit(1, 100_000, "implementation walks per spec"),
     "verify --steps": Limit(1, 10_000, "steps per walk"),
+    "verify --walks": Limit(0, 1_000_000, "walks of the campaign's slice (0: none)"),
+    "campaign --walks": Limit(1, 10_000_000, "random walks; Spark spreads them"),
+    "campaign --steps": Limit(1, 10_000, "steps per walk"),
     "--seed": JAVA_LONG,
+    "--drivers": Limit(1, 64, "driver processes, each a program of its own"),
+    "--driver-timeout": Limit(0.001, 24 * 3600, "seconds a driver has for one message, up to a day"),
     "prove --k": Limit(1, 32, "z3's time grows with k: about 30 s at k = 32"),
     "--partitions": Limit(1, MAX_PARTITIONS, "Ignite's limit for a cache's partitions"),
     "--backups": Limit(0, INT_MAX, "Ignite's backups; a count >= the nodes puts a copy on every node"),
@@ -225,6 +230,12 @@ def _trace_argument(parser: argparse.ArgumentParser, what: str) -> None:
 
 def _master_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", type=spark_master, help="Spark master URL (default local[*])")
+    parser.add_argument(
+        "--executor-python",
+        metavar="PYTHON",
+        help="the Python a cluster's executors run (default PYSPARK_PYTHON, else spark.pyspark.python,"
+        " else python3); local masters always run this interpreter (docs/cluster.md)",
+    )
 
 
 def _seed_argument(
@@ -263,6 +274,28 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     )
     engine.add_argument("--spark", action="store_true", help="replay on Spark local[*] whatever the size")
     conform.add_argument("--mutant", help="replay against a deliberately broken implementation")
+    conform.add_argument(
+        "--driver",
+        metavar="CMD",
+        help="replay through a driver process (docs/driver-protocol.md), e.g. examples/java/run",
+    )
+    conform.add_argument(
+        "--drivers",
+        type=bounded("--drivers"),
+        default=2,
+        metavar="N",
+        help="driver processes in parallel (2)",
+    )
+    conform.add_argument(
+        "--driver-timeout",
+        type=bounded("--driver-timeout", float),
+        default=60.0,
+        metavar="SECONDS",
+        help="time a driver has to answer one message before it is stopped and restarted (60)",
+    )
+    conform.add_argument(
+        "--walk", action="store_true", help="with --driver: walks from the initial state even if it can load"
+    )
     conform.add_argument(
         "--run-dir", type=_CONFORM_RUN, help="where the graph and results go (default runs/SPEC-CFG)"
     )
@@ -375,7 +408,25 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "(default reports/scenarios/NAME.mmd)",
     )
     scenario.add_argument("--json", action="store_true", help="print one JSON object")
+    scenario.add_argument(
+        "--system",
+        choices=["impl", "ignite", "hazelcast"],
+        default="impl",
+        help="a real system to run it on too, side by side with the implementation (docs/real-ignite.md, "
+        "docs/real-hazelcast.md)",
+    )
+    scenario.add_argument("--ignite-version", default="2.18.0", help="Ignite for --system ignite (2.18.0)")
+    scenario.add_argument(
+        "--hazelcast-version", default="5.7.0", help="Hazelcast for --system hazelcast (5.7.0)"
+    )
     _junit_argument(scenario)
+
+    doctor = commands.add_parser(
+        "doctor", help="check Java, TLC's jar, Spark, Maven and the Ignite harness on this machine"
+    )
+    doctor.add_argument("--ignite", action="store_true", help="also start and stop a one-server cluster")
+    doctor.add_argument("--ignite-version", default="2.18.0", help="the harness's Ignite (default 2.18.0)")
+    doctor.add_argument("--json", action="store_true", help="print one JSON object")
 
     _audit_parser(commands)
 
@@ -398,10 +449,44 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "--out", type=output_dir, default=Path("reports"), help="where index.html goes (default reports)"
     )
     verify.add_argument("--skip-zoo", action="store_true", help="leave out the bug zoo (tidemark zoo)")
+    verify.add_argument(
+        "--walks",
+        type=bounded("verify --walks"),
+        default=200,
+        help="walks of the random-walk campaign's seeded slice (default 200; 0: none)",
+    )
+    verify.add_argument(
+        "--deep", action="store_true", help="also the deep models, exhaustively (conformance/deep.py; hours)"
+    )
     verify.add_argument("--json", action="store_true", help="print the VerifyReport as one JSON object")
     _junit_argument(verify)
     _no_wait_argument(verify)
     _tlc_arguments(verify)
+
+    campaign = commands.add_parser(
+        "campaign",
+        help="random walks of impl/pme.py checking every invariant; a failure shrunk to a scenario",
+    )
+    campaign.add_argument("--walks", type=bounded("campaign --walks"), default=1000, help="(default 1000)")
+    campaign.add_argument(
+        "--steps", type=bounded("campaign --steps"), default=100, help="steps per walk at most (default 100)"
+    )
+    _seed_argument(campaign, 0, "seed of the walks")
+    campaign.add_argument("--mutant", help="walk a bug-zoo mutant of impl/pme.py (conformance/mutants.py)")
+    campaign.add_argument(
+        "--faithful",
+        action="store_true",
+        help="Ignite's protocol, without the proposed fixes (impl.cluster.Fix)",
+    )
+    _master_argument(campaign)
+    campaign.add_argument("--local", action="store_true", help="walk in this process, without Spark")
+    campaign.add_argument(
+        "--out",
+        type=output_dir,
+        default=Path("reports/campaign"),
+        help="where the shrunk scenario of a failure goes (default reports/campaign)",
+    )
+    campaign.add_argument("--json", action="store_true", help="print one JSON object")
     for command in commands.choices.values():
         _verbosity_arguments(command)
     return parser

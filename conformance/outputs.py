@@ -56,7 +56,17 @@ class Output:
 
 _PATH = {"type": "string"}
 OUTPUTS: dict[str, Output] = {
-    "check": Output("conformance.tlc.output:TlcResult"),
+    "check": Output(
+        "conformance.tlc.output:TlcResult",
+        extra={
+            "documented": {
+                "type": "array",
+                "description": "the documented-violation models run (conformance/expectations.py): config, "
+                "violated, as_documented, verdict, outcome, violation",
+                "items": {"type": "object"},
+            }
+        },
+    ),
     "conform": Output("conformance.conform:ConformResult", frozenset({"tlc"})),
     "simulate": Output("conformance.simulate:SimulationResult", frozenset({"tlc"})),
     "zoo": Output("conformance.zoo:ZooReport"),
@@ -71,6 +81,10 @@ OUTPUTS: dict[str, Output] = {
         {"diagram": _PATH, "page": _PATH},
     ),
     "verify": Output("conformance.verify:VerifyReport"),
+    "campaign": Output(
+        "conformance.campaign:CampaignReport",
+        extra={"scenario": {"type": ["string", "null"], "description": "the shrunk failing walk, if any"}},
+    ),
     # `audit` prints its findings only (the partitions with something to say) and what it wrote.
     "audit": Output(
         "conformance.audit.audit:AuditReport",
@@ -113,6 +127,12 @@ def dump(command: str, result: BaseModel, code: int, **extra: Any) -> str:
     data = result.model_dump(mode="json", by_alias=True, exclude=set(output.exclude))
     verdict = {"holds": code == 0, "exit_code": code}
     return json.dumps({**data, **extra, **verdict}, separators=(",", ":"))
+
+
+def emit(command: str, result: BaseModel, code: int, **extra: Any) -> int:
+    """Print the command's one JSON object on stdout and return its exit code."""
+    print(dump(command, result, code, **extra))
+    return code
 
 
 def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +18,12 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+
+# soft_wrap: paths and messages are never broken mid-word when output is not a terminal.
+# Tables get a readable width when output goes to a file or CI log (rich assumes 80 there).
+_WIDTH = None if sys.stdout.isatty() else 140
+console = Console(stderr=True, soft_wrap=True)  # progress, notices and errors
+out = Console(soft_wrap=True, width=_WIDTH)  # results
 
 HEARTBEAT_SECONDS = 30.0
 # TLC's lines that say where it is (the rest of its output is noise while it works).

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
@@ -63,7 +63,9 @@ RESULTS_DDL = (
 
 
 class Mismatch(BaseModel):
-    kind: Literal["edge", "enabledness"]
+    kind: Literal["edge", "enabledness", "driver"] = Field(
+        description="driver: the driver process failed (exited, timed out, answered malformed output)"
+    )
     src: int
     dst: int | None = None
     action: Any = Field(default=None, description="the spec's action (ITF)")
@@ -73,6 +75,9 @@ class Mismatch(BaseModel):
     error: str | None = None
     missing: list[Any] = Field(default_factory=list, description="actions the spec takes, impl not enabled")
     extra: list[Any] = Field(default_factory=list, description="actions the impl enables, spec does not take")
+    path: list[Any] | None = Field(
+        default=None, description="the actions (ITF) from an initial state to `src`, then the failing one"
+    )
 
 
 @dataclass
@@ -164,33 +169,57 @@ def _action_name(action: Value) -> str:
     return "?"
 
 
+class NotReplayed(Exception):
+    """A `check_state` successor that was never asked for (a driver's path ended before it): the edge
+    counts as not replayed, not as a mismatch."""
+
+
 def replay_state(
     mapping: SpecMapping, fp: int, state_json: str, outgoing: Iterable[tuple[int, int, str]]
 ) -> StateResult:
-    """Check one state and every edge leaving it.
-
-    `outgoing` holds (dst fingerprint, dst digest, dst action as canonical ITF JSON text): the
-    implementation's successor is printed as canonical text and compared by digest; an edge mismatch
-    keeps the successor (`actual_state`) so that `explain` can diff it against the spec's.
-    """
-    source = state_from_json(state_json)
-    result = StateResult(fp=fp)
-    taken: set[Value] = set()
+    """Check one state and every edge leaving it on the in-process implementation (`check_state`)."""
     try:
-        impl = mapping.concretize(source)
+        impl = mapping.concretize(state_from_json(state_json))
     except (ReplayError, ValueError) as error:
-        result.edges = sum(1 for _ in outgoing)  # counted, though none can be replayed
-        result.edge_mismatches = 1
+        result = StateResult(fp=fp, edges=sum(1 for _ in outgoing), edge_mismatches=1)
         result.examples.append(
             Mismatch(kind="edge", src=fp, source_state=json.loads(state_json), error=f"concretize: {error}")
         )
         return result
+    return check_state(
+        fp,
+        state_json,
+        outgoing,
+        lambda action: canonical_state_json(mapping.abstract(mapping.apply(impl, action))),
+        lambda: mapping.enabled(impl),
+    )
+
+
+def check_state(
+    fp: int,
+    state_json: str,
+    outgoing: Iterable[tuple[int, int, str]],
+    successor: Callable[[Value], str],
+    enabled: Callable[[], set[Value]] | None,
+) -> StateResult:
+    """Check one state and every edge leaving it, given the implementation's answers.
+
+    `outgoing` holds (dst fingerprint, dst digest, dst action as canonical ITF JSON text); `successor`
+    gives the implementation's state after an action from this state as canonical text (compared by
+    digest; a mismatch keeps it as `actual_state` so that `explain` can diff it against the spec's), or
+    raises ReplayError (or another error an implementation raises) when it refuses the step; `enabled`
+    the actions the implementation enables here (None: not compared), or raises ReplayError.
+    """
+    result = StateResult(fp=fp)
+    taken: set[Value] = set()
     for dst, dst_digest, action_json in outgoing:
         result.edges += 1
         action = _parse_action(action_json)
         taken.add(action)
         try:
-            actual = canonical_state_json(mapping.abstract(mapping.apply(impl, action)))
+            actual = successor(action)
+        except NotReplayed:
+            continue
         except (ReplayError, ValueError, AssertionError, RuntimeError) as error:
             result.edge_mismatches += 1
             result.examples.append(
@@ -218,11 +247,17 @@ def replay_state(
                     actual_state=json.loads(actual),
                 )
             )
-    enabled = mapping.enabled(impl)
-    result.spec_actions, result.impl_enabled = len(taken), len(enabled)
-    if enabled != taken:
-        missing = sorted(taken - enabled, key=value_sort_key)
-        extra = sorted(enabled - taken, key=value_sort_key)
+    if enabled is None:
+        return result
+    problem = None
+    try:
+        found = enabled()
+    except ReplayError as failure:  # a driver that could not answer: nothing counts as enabled
+        found, problem = set(), f"enabled: {failure}"
+    result.spec_actions, result.impl_enabled = len(taken), len(found)
+    if found != taken or problem:
+        missing = sorted(taken - found, key=value_sort_key)
+        extra = sorted(found - taken, key=value_sort_key)
         result.missing, result.extra = list(map(canonical_text, missing)), list(map(canonical_text, extra))
         result.examples.append(
             Mismatch(
@@ -231,6 +266,7 @@ def replay_state(
                 source_state=json.loads(state_json),
                 missing=[to_itf(a) for a in missing],
                 extra=[to_itf(a) for a in extra],
+                error=problem,
             )
         )
     return result

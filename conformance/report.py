@@ -20,6 +20,7 @@ from typing import Any
 from rich.table import Table
 
 from conformance.counterexample import action_text as value_action_text
+from conformance.coverage import campaign_section, deep_section, reach_section
 from conformance.mermaid import SCRIPT as MERMAID_SCRIPT
 from conformance.mermaid import SCRIPT_TAGS, write_mermaid
 from conformance.mermaid import VERSION as MERMAID_VERSION
@@ -553,6 +554,9 @@ def html_page(report: VerifyReport) -> str:
         + "".join(_spec_section(spec) for spec in report.specs)
         + (_zoo_section(report.zoo) if report.zoo is not None else "")
         + (_audit_section(report) if report.audit is not None else "")
+        + (campaign_section(report.campaign) if report.campaign is not None else "")
+        + (reach_section(report.reachability) if report.reachability else "")
+        + (deep_section(report.deep) if report.deep is not None else "")
         + (_run_section(report.run) if report.run is not None else "")
     )
     # Mermaid only where there are diagrams (counterexamples, mismatches): a page that holds without

@@ -1,7 +1,11 @@
-"""The one place that starts Spark: local[*] by default, any master URL for a cluster.
+"""The one place that starts Spark: local[*] by default, any master URL for a cluster (docs/cluster.md).
 
-Workers must run the same Python with the same packages as the driver, so PYSPARK_PYTHON is pinned to
-this interpreter; on a real cluster the project's packages are shipped to executors as a zip.
+On a local master the workers are this machine's processes, so they run this very interpreter (its
+packages are the driver's). On a cluster the executors run the Python the user names (`--executor-python`,
+PYSPARK_PYTHON, or spark.pyspark.python; Spark's default is `python3`), an environment with the
+project's third-party runtime packages (EXECUTOR_REQUIREMENTS) but not the project itself: the project's
+packages are shipped to the executors as a zip added to the session, and what a job reads travels as
+data (conformance/conform.py, conformance/audit/engine.py), never as a path on the driver's disk.
 
 Everything the driver writes stays in the process's scratch directory (conformance/scratch.py): Spark's
 local directories (SPARK_LOCAL_DIRS: shuffle and spill files), the warehouse, and the JVM's
@@ -12,8 +16,10 @@ watched by the process's guardian: killed with the process, it does not run on.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -39,6 +45,15 @@ logger.native.level = error
 """
 
 _PACKAGES = ("impl", "conformance")
+
+# What the executors' Python must have besides pyspark (which Spark puts on their path itself): the
+# third-party packages that the jobs' functions import (impl/ and conformance/ travel in the zip).
+EXECUTOR_REQUIREMENTS = ("pyarrow", "pandas", "numpy", "pydantic", "immutables")
+
+
+def is_local(master: str) -> bool:
+    """Whether `master` runs the executors in this machine's processes, with this machine's files."""
+    return master.startswith("local")
 
 
 def _project_zip(directory: Path) -> Path:
@@ -99,15 +114,30 @@ def _python_tempdir(directory: Path) -> Iterator[None]:
 
 
 @contextmanager
+def executor_python(python: str | None) -> Iterator[None]:
+    """The block's Spark sessions on a cluster run `python` on their executors (if given): pyspark takes
+    it from PYSPARK_PYTHON, which is set back afterwards."""
+    if python is None:
+        yield
+        return
+    previous = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = python
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("PYSPARK_PYTHON", None)
+        else:
+            os.environ["PYSPARK_PYTHON"] = previous
+
+
+@contextmanager
 def spark_session(master: str | None = None, app_name: str = "tidemark") -> Iterator[Any]:
     """A configured SparkSession, stopped on exit. `master` defaults to local[*].
 
     If this process already has an active session on the same master (a test suite's shared one), it
     is reused and left running.
     """
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -116,6 +146,10 @@ def spark_session(master: str | None = None, app_name: str = "tidemark") -> Iter
         return
 
     master = master or "local[*]"
+    local = is_local(master)
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     jvm = _jvm_directory()
     log4j = f"-Dlog4j2.configurationFile=file:{jvm / 'log4j2.properties'}"
     driver = f"{log4j} -Djava.io.tmpdir={jvm / 'tmp'} -XX:-UsePerfData"
@@ -129,7 +163,7 @@ def spark_session(master: str | None = None, app_name: str = "tidemark") -> Iter
             .config("spark.executor.extraJavaOptions", log4j)
             .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
         )
-        if master.startswith("local"):
+        if local:
             builder = builder.config("spark.driver.host", "127.0.0.1").config(
                 "spark.driver.bindAddress", "127.0.0.1"
             )
@@ -150,8 +184,16 @@ def spark_session(master: str | None = None, app_name: str = "tidemark") -> Iter
         # One shuffle partition per core of the master (Spark's 200 would be mostly empty tasks here): the
         # joins' shuffles set the replay's partitions, so every core of a cluster is busy.
         session.conf.set("spark.sql.shuffle.partitions", str(session.sparkContext.defaultParallelism))
-        if not master.startswith("local"):
-            session.sparkContext.addPyFile(str(_project_zip(scratch)))
+        context = session.sparkContext
+        # The Python the jobs' functions run on, set on the context (not in the environment, which a
+        # later session of this process would inherit). pyspark itself reads only PYSPARK_PYTHON.
+        if local:
+            context.pythonExec = sys.executable
+        else:
+            named = context.getConf().get("spark.pyspark.python")
+            if named and "PYSPARK_PYTHON" not in os.environ:
+                context.pythonExec = named
+            context.addPyFile(str(_project_zip(scratch)))
         try:
             yield session
         except KeyboardInterrupt:
@@ -159,3 +201,37 @@ def spark_session(master: str | None = None, app_name: str = "tidemark") -> Iter
             raise
         finally:
             session.stop()
+
+
+def ship_files(spark: Any, paths: tuple[Path, ...]) -> tuple[str, ...] | None:
+    """Have the session send `paths` to every executor that asks (SparkContext.addFile) and give their
+    names there (`shipped_paths`), or None on a local master, whose executors read the paths themselves.
+
+    Spark knows a shipped file by its name alone, so each is linked under a name drawn from its full path:
+    a hard link (Spark would follow a symbolic one back to the file's own name), a copy across file
+    systems.
+    """
+    if is_local(spark.sparkContext.master):
+        return None
+    directory = scratch_root() / "shipped"
+    directory.mkdir(exist_ok=True)
+    names = []
+    for path in paths:
+        full = path.resolve()
+        name = f"{hashlib.sha256(str(full).encode()).hexdigest()[:16]}-{full.name}"
+        link = directory / name
+        if not link.exists():
+            try:
+                link.hardlink_to(full)
+            except OSError:  # another file system
+                shutil.copyfile(full, link)
+        spark.sparkContext.addFile(str(link))
+        names.append(name)
+    return tuple(names)
+
+
+def shipped_paths(names: tuple[str, ...]) -> tuple[Path, ...]:
+    """On an executor: where the files `ship_files` sent are on its disk."""
+    from pyspark import SparkFiles
+
+    return tuple(Path(SparkFiles.get(name)) for name in names)

@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
 from conformance.audit.check import AuditCheck, audit_check
+from conformance.campaign import CampaignReport, run_campaign
 from conformance.conform import ConformResult, conform
+from conformance.coverage import Reachability, applicable, campaign_reach, model_reach
+from conformance.deep import DeepReport, run_deep
 from conformance.mappings import MAPPINGS, mapping_for
 from conformance.replay import Mismatch
 from conformance.runinfo import RunInfo, run_info, spec_inputs
@@ -40,6 +45,18 @@ from conformance.zoo import ZooReport, run_zoo
 # standard counter model many times over and validate in one TLC run of a few seconds.
 DEFAULT_TRACES = 100
 DEFAULT_STEPS = 30
+# Steps per walk of the campaign's slice: enough for two crashes, a rejoin and a rebalancing.
+CAMPAIGN_STEPS = 100
+
+
+@contextmanager
+def _spark(master: str | None, local: bool) -> Iterator[Any]:
+    """A Spark session for the campaign (None: in this process)."""
+    if local:
+        yield None
+        return
+    with spark_session(master) as spark:
+        yield spark
 
 
 class TlcFigures(BaseModel):
@@ -127,6 +144,12 @@ class VerifyReport(BaseModel):
     specs: list[SpecReport]
     zoo: ZooReport | None = Field(default=None, description="the bug zoo, when it ran")
     audit: AuditCheck | None = Field(default=None, description="the audit of a generated snapshot")
+    campaign: CampaignReport | None = Field(default=None, description="the random-walk campaign's slice")
+    reachability: list[Reachability] = Field(
+        default_factory=list,
+        description="the boundary situations each model reached (conformance/coverage.py)",
+    )
+    deep: DeepReport | None = Field(default=None, description="the deep models (--deep)")
     run: RunInfo | None = Field(default=None, description="versions, machine, date and input digests")
     traces: int = Field(description="implementation walks per spec")
     steps: int
@@ -140,6 +163,8 @@ class VerifyReport(BaseModel):
             all(spec.holds for spec in self.specs)
             and (self.zoo is None or self.zoo.all_caught)
             and (self.audit is None or self.audit.holds)
+            and (self.campaign is None or self.campaign.holds)
+            and (self.deep is None or self.deep.holds)
         )
 
 
@@ -321,14 +346,21 @@ def verify(
     steps: int = DEFAULT_STEPS,
     seed: int = 0,
     zoo: bool = False,
+    campaign_walks: int = 0,
+    reach: bool = False,
+    deep: bool = False,
+    work_dir: Path = Path("runs/verify"),
     on_line: Callable[[str], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
     wait: bool = True,
 ) -> VerifyReport:
     """The main job: every spec's standard model checked, replayed on the implementation (Spark on
     `master`, or in this process when `local`) and `traces` seeded implementation walks validated; with
-    `zoo`, every bug of the zoo must be caught by TLC and by conformance (conformance/zoo.py); last, the
-    audit of a small generated snapshot must find exactly its injected divergences (conformance/audit)."""
+    `zoo`, every bug of the zoo must be caught by TLC and by conformance (conformance/zoo.py); with
+    `campaign_walks`, a seeded slice of the random-walk campaign (conformance/campaign.py); with `reach`,
+    the boundary situations each standard model reaches; with `deep`, the deep models
+    (conformance/deep.py); last, the audit of a small generated snapshot must find exactly its injected
+    divergences (conformance/audit)."""
     started = time.monotonic()
     info = run_info(path for spec in specs for path in spec_inputs(spec, spec.with_suffix(".cfg")))
     reports = [
@@ -347,17 +379,40 @@ def verify(
         for spec in specs
     ]
     phase = on_phase or (lambda _: None)
-    phase("the audit of a generated snapshot")
-    if local:
-        checked = audit_check(None)
-    else:
-        with spark_session(master) as spark:
-            checked = audit_check(spark)
+    if reach:
+        phase("the boundary situations each standard model reaches")
+    reachability = [
+        r
+        for spec in specs
+        if reach
+        for r in [model_reach(spec, spec.with_suffix(".cfg"), work_dir, options or TlcOptions(), on_line)]
+        if r is not None
+    ]
+    walks = deep_report = None
+    with _spark(master, local) as spark:
+        phase("the audit of a generated snapshot")
+        checked = audit_check(spark)
+        if campaign_walks:
+            phase(f"the random-walk campaign: {campaign_walks} seeded walks")
+            walks = run_campaign(walks=campaign_walks, steps=CAMPAIGN_STEPS, seed=seed, spark=spark)
+            reachability.append(campaign_reach(walks))
+        if deep:
+            phase("the deep models, exhaustively")
+            deep_report = run_deep(work_dir=work_dir / "deep", spark=spark, on_line=on_line)
+            reachability += [
+                Reachability(
+                    model=m.fixed.config, reached=m.reached, applicable=applicable(Path(m.fixed.spec))
+                )
+                for m in deep_report.models
+            ]
     if zoo:
         phase("the bug zoo: TLC on each spec variant, conformance on each mutant")
     return VerifyReport(
         specs=reports,
         zoo=run_zoo(options=options, wait=wait) if zoo else None,
+        campaign=walks,
+        reachability=reachability,
+        deep=deep_report,
         audit=checked,
         run=info,
         traces=traces,

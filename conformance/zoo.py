@@ -32,12 +32,14 @@ from conformance.hazelcast_mutants import HAZELCAST_MUTANTS
 from conformance.locks import locked
 from conformance.mappings import mapping_for
 from conformance.mutants import PME_MUTANTS
+from conformance.ncache_mutants import NCACHE_MUTANTS
 from conformance.replay import Mismatch, explain, replay_state
 from conformance.tlc.config import read_config
 from conformance.tlc.output import Outcome, Violation, parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
 
 SPEC = Path("spec/PME.tla")
+FIXED_SPEC = Path("spec/PMEFixed.tla")  # the proposed fixes on: for models where Ignite's protocol loses data
 ZOO_SPEC = Path("spec/PMEZoo.tla")
 SMALL = Path("tests/models/PME-small.cfg")  # 2 servers, two single-key transactions, one crash
 HISTORY = Path("tests/models/PME-history.cfg")  # the same with WAL archive truncation
@@ -46,10 +48,21 @@ HZ_ZOO_SPEC = Path("spec/HazelcastZoo.tla")
 HZ_SMALL = Path("tests/models/HazelcastAntiEntropy-zoo.cfg")  # 2 members, a map and internal, 2 permits
 HZ_PROMOTION = Path("tests/models/HazelcastAntiEntropy-promotion-zoo.cfg")  # 3 members, two crashes
 HZ_LIVENESS = Path("spec/HazelcastAntiEntropy-liveness.cfg")  # convergence under fairness
+MERGED = Path("tests/models/PME-merged.cfg")  # join exchange meets node left (PMEFixed)
+RENTING = Path("tests/models/PME-renting.cfg")  # baseline changes, two crashes: RENTING copies reassigned
+THRESHOLD = Path("tests/models/PME-threshold.cfg")  # a partition whose size equals the WAL threshold
+OUTAGE = Path("tests/models/PME-outage.cfg")  # both servers fail, restart and the cluster is activated
+NC_SPEC = Path("spec/NCachePartitionReplica.tla")
+NC_ZOO_SPEC = Path("spec/NCacheZoo.tla")
+NC_STANDARD = Path("spec/NCachePartitionReplica.cfg")  # 3 nodes, 3 buckets, sync, 3 writes, one leave
 DEFAULT_WORK_DIR = Path("runs/zoo")
 
 # Each protocol's implementation mutants, by its spec module's name.
-MUTANTS: Mapping[str, Mapping[str, type]] = {"PME": PME_MUTANTS, "HazelcastAntiEntropy": HAZELCAST_MUTANTS}
+MUTANTS: Mapping[str, Mapping[str, type]] = {
+    "PME": PME_MUTANTS,
+    "HazelcastAntiEntropy": HAZELCAST_MUTANTS,
+    "NCachePartitionReplica": NCACHE_MUTANTS,
+}
 
 
 @dataclass(frozen=True)
@@ -64,7 +77,8 @@ class ZooEntry:
 
     @property
     def protocol(self) -> str:
-        return self.spec.stem
+        """The protocol whose implementation the mutant changes (a variant spec with fixes is the same)."""
+        return self.spec.stem.removesuffix("Fixed")
 
 
 ZOO: tuple[ZooEntry, ...] = (
@@ -134,6 +148,31 @@ ZOO: tuple[ZooEntry, ...] = (
         "FullFirst <- FullFirstAfterZero",
         SMALL,
     ),
+    ZooEntry(
+        "merged-left-finalizes-joiner",
+        "A server left merged into a join exchange finalizes the rejoining copy's holes as rollbacks",
+        "FinalizesCounters <- FinalizesOnAnyLeft",
+        MERGED,
+        FIXED_SPEC,
+    ),
+    ZooEntry(
+        "renting-keeps-counter",
+        "A RENTING copy assigned again is rebalanced from its own LWM, which it got before its data",
+        "Reassigned <- ReassignedAtLwm",
+        RENTING,
+    ),
+    ZooEntry(
+        "wal-threshold-inclusive",
+        "Historical rebalance for a partition with exactly the threshold's entries (Ignite needs more)",
+        "EnoughEntries <- EnoughEntriesAtThreshold",
+        THRESHOLD,
+    ),
+    ZooEntry(
+        "activation-without-demotion",
+        "The activation after a total outage demotes no lagging OWNING copy",
+        "Demote <- DemoteWithoutActivation",
+        OUTAGE,
+    ),
     *(
         ZooEntry(name, title, override, model, HZ_SPEC, HZ_ZOO_SPEC, reproduces)
         for name, title, override, model, reproduces in (
@@ -192,6 +231,31 @@ ZOO: tuple[ZooEntry, ...] = (
                 "Increments <- LiveBackups",
                 HZ_PROMOTION,
                 None,
+            ),
+        )
+    ),
+    *(
+        ZooEntry(name, title, override, NC_STANDARD, NC_SPEC, NC_ZOO_SPEC)
+        for name, title, override in (
+            (
+                "log-not-replayed",
+                "Operations logged during a bucket's transfer are not replayed before ownership switches",
+                "Replayed <- NothingReplayed",
+            ),
+            (
+                "map-not-consulted-in-transfer",
+                "A bucket in transfer is served by its temporary owner instead of the map's permanent owner",
+                "Route <- RouteToTemporary",
+            ),
+            (
+                "replica-on-itself",
+                "The last member's replica stays on itself instead of wrapping to the coordinator",
+                "ReplicaHolder <- ReplicaHolderNoWrap",
+            ),
+            (
+                "leave-keeps-transfers",
+                "A leave does not revert the buckets in transfer to the leaver",
+                "Reverts <- NeverReverts",
             ),
         )
     ),
@@ -313,7 +377,7 @@ def catch_in_spec(entry: ZooEntry, work_dir: Path, options: TlcOptions) -> SpecC
 
 def catch_in_impl(entry: ZooEntry, graph: Path) -> ImplCatch:
     started = time.monotonic()
-    mapping = mapping_for(entry.protocol, read_config(entry.model).constants, entry.name)
+    mapping = mapping_for(entry.spec.stem, read_config(entry.model).constants, entry.name)
     check = f"conformance replay against {entry.spec}"
     replayed = 0
     tables = GraphTables(graph)

@@ -152,18 +152,36 @@ def step_method(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+class Fix(StrEnum):
+    """A proposed change that closes a way Ignite 2.18 loses acknowledged writes (docs/pme.md, section 9).
+    None is on by default: the default cluster is Ignite's protocol, weaknesses included."""
+
+    # A backup rolling back a recovered transaction applies its counter range (update and rollback record)
+    # instead of dropping it: a new primary can no longer hand out a range some copy closed.
+    RECOVERY_CLOSES_RANGE = "recovery-closes-range"
+    # The full message raises every updated copy's HWM to the highest counter any copy applied (impl/pme.py):
+    # a range a copy closed above its LWM (a rollback) is not handed out again either.
+    EXCHANGE_RAISES_HWM = "exchange-raises-hwm"
+    # An exchange that demotes (join, baseline change, activation) first closes, on every copy, the gaps
+    # no other live copy covers (updates that exist nowhere; impl/pme.py): a node left merged into a join
+    # exchange or a total outage no longer leaves a copy whose LWM understates what it holds.
+    EXCHANGE_CLOSES_UNCOVERED_GAPS = "exchange-closes-uncovered-gaps"
+
+
 @dataclass(frozen=True)
 class Config:
     """The cluster's fixed inputs: servers, the initial owner lists, and the transactions to run.
 
     `owners` maps each partition 0..P-1 to its owners, primary first (the affinity slice computes them
     with rendezvous hashing; here they are given). `transactions` maps a name to the keys it writes; its
-    partitions must share one owner list (one primary per transaction).
+    partitions must share one owner list (one primary per transaction). `fixes` turns on proposed changes
+    to the protocol (none: Ignite's).
     """
 
     servers: tuple[str, ...]
     owners: Mapping[int, tuple[str, ...]]
     transactions: Mapping[str, frozenset[int]]
+    fixes: frozenset[Fix] = frozenset()
 
     def __post_init__(self) -> None:
         if len(set(self.servers)) != len(self.servers) or NEAR in self.servers:
@@ -753,15 +771,19 @@ class Cluster:
     def recover(self, tx: str) -> Cluster:
         """Tx recovery after the primary failed: commit only if every tx node is prepared - the near node
         is prepared once it decided commit - else roll back. Backups commit as usual; a backup rolling back
-        drops the counters (no update, no record): finalize closes the hole at the exchange."""
+        drops the counters (no update, no record): finalize closes the hole at the exchange (with
+        Fix.RECOVERY_CLOSES_RANGE it applies them with a rollback record)."""
         self._require(self._when_recover(tx), "Recover", tx=tx)
         commit = self.near[tx].state is NearState.COMMITTED
         c = self.copy()
         c._set_near(tx, replace(c.near[tx], state=NearState.COMMITTED if commit else NearState.ROLLED_BACK))
+        closes = Fix.RECOVERY_CLOSES_RANGE in self.config.fixes
         for node in sorted(self.alive):
             if self._in_state(node, tx, TxState.PREPARED):
                 if commit:
                     c._commit_on(node, tx, c.nodes[node].txs[tx].writes)
+                elif closes:
+                    c._rollback_on(node, c.nodes[node].txs[tx].writes)
                 c._set_state(node, tx, TxState.COMMITTED if commit else TxState.ROLLED_BACK)
         c.network = frozenset(m for m in self.network if m.tx != tx)
         return c
@@ -806,7 +828,7 @@ class Cluster:
         self._require(self._when_checkpoint(node), "Checkpoint", node=node)
         c = self.copy()
         n = c.nodes[node]
-        n.disk = n.disk.checkpoint(n.counters, n.data)
+        n.disk = n.disk.checkpoint(n.counters)
         return c
 
     # --- inspection (tests, scenarios) -------------------------------------------------------------------

@@ -389,7 +389,7 @@ class HazelcastCluster:
 
     def put(self, ns: str, key: int, value: int) -> HazelcastCluster:
         """The owner applies a put, increments the vector for the requested backups, and sends each
-        backup replica within the backup count that the table has a Backup with the whole vector."""
+        backup replica of `backed()` that the table has a Backup with the whole vector."""
         owner = self.owner
         self._require(
             owner is not None and ns in self.config.namespaces and ns not in self.destroyed, "Put", ns=ns
@@ -399,7 +399,7 @@ class HazelcastCluster:
         fragment = self.fragment(owner, ns).increment(self._increments())
         sent = {
             Backup(owner, m, r, ns, key, value, fragment.versions, self._round_to(m))
-            for r in range(1, self.config.backup_count + 1)
+            for r in self.backed()
             if (m := self.table[r]) is not None
         }
         return self._with(
@@ -408,6 +408,11 @@ class HazelcastCluster:
             data={**state.data, ns: {**self.data_of(owner, ns), key: value}},
             versions={**state.versions, ns: fragment},
         )
+
+    def backed(self) -> range:
+        """The replica indexes a put sends backups to: 1..backup_count, capped at the live members but one
+        (Hazelcast's getMaxAllowedBackupCount): a replica a crash left at a higher index gets none."""
+        return range(1, min(self.config.backup_count, len(self.alive) - 1) + 1)
 
     def _round_to(self, member: str) -> bool:
         return any(isinstance(m, AntiEntropy) and m.to == member for m in self.network)

@@ -5,12 +5,16 @@
 - topology events: NodeFail (memory lost, disk and partition states kept), Restart (copies rebuilt from
   the disk, not yet in the topology), Join (back in the topology), BaselineChange (the baseline becomes
   the live servers). The affinity is computed over the baseline: a partition's owners are its first
-  Backups+1 servers in the configured order (the rendezvous order, given here);
+  Backups+1 servers in the configured order (the rendezvous order, given here). When every server is
+  down the cluster is inactive: servers rejoin without exchanges, and once the baseline is back Activate
+  starts the activation exchange; Checkpoint persists the counters' meta (impl/wal.py);
 - the exchange (PME) per topology version: SendSingle(node) once no server holds a transaction of the
   old version (partition release and the exchange latch), with gap finalization after a server left;
-  FullMessage(coordinator): the maximum LWM among OWNING copies, demotion of lagging copies on join and
-  baseline change, MOVING copies on new owners, RENTING copies off the assignment, LOST partitions,
-  suppliers (historical from the WAL, or full), update(max) everywhere and the new owner list at once;
+  FullMessage(coordinator): the maximum LWM among OWNING copies, demotion of lagging copies on join,
+  baseline change and activation, MOVING copies on new owners, RENTING copies off the assignment, LOST
+  partitions, suppliers (historical from the WAL, or full), update(max) everywhere and the new owner list
+  at once; `exchange_report` names what Ignite logs at that moment (failed counter updates, partition
+  state validation);
 - rebalancing: Supply(node, part, peer) answers a demand with a batch, Rebalance(node, part) applies it
   (the last batch makes the copy OWNING), Evict(node, part) drops a RENTING copy;
 - `idle_verify`, the operator's consistency check.
@@ -22,12 +26,13 @@ first. The spec's module comment lists the simplifications; step names and field
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from impl.cluster import ACTIVE, STEPS, Cluster, Config, NearTx, Node
-from impl.counter import PartitionUpdateCounter
+from impl.cluster import ACTIVE, STEPS, Cluster, Config, Fix, NearState, NearTx, Node
+from impl.counter import CounterInconsistencyError, PartitionUpdateCounter
 from impl.idle_verify import (
     HashRecord,
     RecordState,
@@ -39,7 +44,7 @@ from impl.idle_verify import (
     version_hash,
 )
 from impl.messages import LockResponse, Message, Version, receiver
-from impl.wal import DataRecord, Disk, Entry, RebalancedRecord, RollbackRecord
+from impl.wal import DataRecord, Disk, Entry, RebalancedRecord, RollbackRecord, counter_meta
 
 
 class PartState(StrEnum):
@@ -57,6 +62,7 @@ class Event(StrEnum):
     JOINED = "joined"
     BASELINE = "baseline"
     AFFINITY = "affinity"  # late affinity switch: rebalancing ended, the owner order changes
+    ACTIVATE = "activate"  # the cluster is activated after every server was down
 
 
 class Mode(StrEnum):
@@ -129,7 +135,7 @@ RebalanceMessage = Demand | Supply
 class PmeConfig(Config):
     """The cluster's inputs plus the rebalancing knobs (spec/PME.tla's constants)."""
 
-    wal_rebalance_threshold: int = 0  # historical rebalance only for partitions with this many entries
+    wal_rebalance_threshold: int = 0  # historical rebalance only for partitions with more entries than this
     batch_size: int = 1  # entries per supply message
 
     def __post_init__(self) -> None:
@@ -157,6 +163,7 @@ PME_STEPS: dict[str, tuple[str, ...]] = {
     "Rebalance": ("node", "part"),
     "Evict": ("node", "part"),
     "TruncateWal": ("node",),
+    "Activate": (),
 }
 
 
@@ -190,6 +197,7 @@ class PmeCluster(Cluster):
         "joiners",
         "history",
         "join_order",
+        "active",
     )
 
     __slots__ = EXTRA
@@ -209,6 +217,7 @@ class PmeCluster(Cluster):
         joiners: frozenset[str],
         history: dict[str, dict[int, int]],
         join_order: tuple[str, ...],
+        active: bool,
         **tx_state: Any,
     ) -> None:
         super().__init__(config, **tx_state)
@@ -222,6 +231,7 @@ class PmeCluster(Cluster):
         self.joiners = joiners  # joined since ready_ver: their copies are not yet vouched for
         self.history = history  # per server and partition: its WAL archive holds records above this only
         self.join_order = join_order  # the live servers, oldest first (Ignite's node order)
+        self.active = active  # False from a total outage until the activation
 
     @classmethod
     def initial(cls, config: Config) -> PmeCluster:
@@ -240,6 +250,7 @@ class PmeCluster(Cluster):
             joiners=frozenset(),
             history={n: dict.fromkeys(range(config.partitions), 0) for n in config.servers},
             join_order=config.servers,
+            active=True,
             **{f: getattr(base, f) for f in Cluster.__slots__ if f != "config"},
         )
 
@@ -256,6 +267,7 @@ class PmeCluster(Cluster):
         clone.joiners = self.joiners
         clone.history = {n: dict(parts) for n, parts in self.history.items()}
         clone.join_order = self.join_order
+        clone.active = self.active
         return clone
 
     def __eq__(self, other: object) -> bool:
@@ -307,13 +319,13 @@ class PmeCluster(Cluster):
 
     @property
     def quiet(self) -> bool:
-        """Nothing in flight: transactions, exchange, rebalancing and evictions done (MOVING copies of a
-        LOST partition have no supplier and wait for the operator)."""
+        """Nothing in flight: transactions, exchange, rebalancing and evictions done (the MOVING and RENTING
+        copies of a LOST partition wait for the operator)."""
         return (
             super().quiet
             and not self.rebal
             and all(
-                c.state is PartState.OWNING or (c.state is PartState.MOVING and p in self.lost)
+                c.state is PartState.OWNING or p in self.lost
                 for n in self.alive
                 for p, c in self.states[n].items()
             )
@@ -326,6 +338,23 @@ class PmeCluster(Cluster):
 
     def _when_tx_remap(self, tx: str) -> Message | None:
         return super()._when_tx_remap(tx) if self.writable(tx) else None
+
+    def _when_tx_rollback(self, tx: str) -> object | None:
+        """Also: a locking transaction whose partition became LOST fails on the near node (its lock future
+        fails with the partition's loss) and is rolled back."""
+        near = self.near[tx]
+        if near.state is NearState.LOCKING and not self.writable(tx):
+            return near
+        return super()._when_tx_rollback(tx)
+
+    def _when_lock(self, tx: str, node: str) -> Message | None:
+        """The primary locks only keys of its OWNING copies (late affinity keeps an OWNING copy primary and
+        the primary refuses otherwise); the request waits until the copy owns or the topology changes."""
+        owning = all(
+            self.state_of(node, self.config.partition(k)) == PartState.OWNING
+            for k in self.config.transactions[tx]
+        )
+        return super()._when_lock(tx, node) if owning else None
 
     # --- topology events ---------------------------------------------------------------------------------
 
@@ -354,6 +383,7 @@ class PmeCluster(Cluster):
         c.crashes = self.crashes + 1
         c.joiners = self.joiners - {node}
         c.join_order = tuple(n for n in self.join_order if n != node)
+        c.active = self.active and bool(c.alive)  # the last server down: the cluster is inactive
         c._new_version(Version(self.top_ver.major + 1, 0), Event.LEFT)
         return c
 
@@ -376,22 +406,45 @@ class PmeCluster(Cluster):
         return c
 
     def _when_join(self, node: str) -> bool | None:
-        return True if node in self.restarted and self.top_ver == self.ready_ver else None
+        if self.active:
+            ok = self.top_ver == self.ready_ver
+        else:  # the near node recovers the transactions of servers that left before one comes back
+            ok = not any(self._recovery_due(tx) for tx in self.near)
+        return True if ok and node in self.restarted else None
 
     def join(self, node: str) -> PmeCluster:
         """The restarted server joins (once the previous exchange completed): the exchange demotes it if it
-        lags."""
+        lags. An inactive cluster runs no exchange: the server only enters the topology (once no tx
+        recovery is due)."""
         self._require(self._when_join(node), "Join", node=node)
         c = self.copy()
         c.alive = self.alive | {node}
         c.restarted = self.restarted - {node}
-        c.joiners = self.joiners | {node}
         c.join_order = (*self.join_order, node)
-        c._new_version(Version(self.top_ver.major + 1, 0), Event.JOINED)
+        if self.active:
+            c.joiners = self.joiners | {node}
+            c._new_version(Version(self.top_ver.major + 1, 0), Event.JOINED)
+        return c
+
+    def _when_activate(self) -> bool | None:
+        ok = not self.active and bool(self.alive) and self.baseline <= self.alive
+        return True if ok else None
+
+    def activate(self) -> PmeCluster:
+        """Every baseline server is back after a total outage: the operator (or auto-activation) activates
+        the cluster. The activation exchange restores the persisted copies, demotes lagging OWNING copies
+        like a join, and decides the LOST partitions afresh: Ignite keeps no LOST mark across a cluster
+        restart (`_already_lost`)."""
+        self._require(self._when_activate(), "Activate")
+        c = self.copy()
+        c.active = True
+        c.joiners = frozenset()
+        c.pending = frozenset()
+        c._new_version(Version(self.top_ver.major + 1, 0), Event.ACTIVATE)
         return c
 
     def _when_baseline_change(self) -> bool | None:
-        return True if self.baseline != self.alive else None
+        return True if self.active and self.baseline != self.alive else None
 
     def baseline_change(self) -> PmeCluster:
         """The operator sets the baseline to the live servers (a minor version): partitions move."""
@@ -411,7 +464,9 @@ class PmeCluster(Cluster):
         )
 
     def _when_send_single(self, node: str) -> bool | None:
-        ok = node in self.alive and self.top_ver != self.ready_ver and node not in self.singles
+        ok = (
+            self.active and node in self.alive and self.top_ver != self.ready_ver and node not in self.singles
+        )
         return True if ok and self._released() else None
 
     def send_single(self, node: str) -> PmeCluster:
@@ -424,6 +479,12 @@ class PmeCluster(Cluster):
             for part, counter in sorted(n.counters.items()):
                 gaps = counter.finalize()
                 n.disk = n.disk.log(RollbackRecord(part, first - 1, last - first + 1) for first, last in gaps)
+        else:
+            for part, counter in sorted(n.counters.items()):
+                closing = self._gaps_closed(node, part)
+                for start, delta in closing:
+                    counter.update(start, delta)
+                n.disk = n.disk.log(RollbackRecord(part, start, delta) for start, delta in closing)
         c.singles[node] = {
             part: PartInfo(
                 ctr.lwm,
@@ -435,8 +496,29 @@ class PmeCluster(Cluster):
         return c
 
     def _finalizes(self) -> bool:
-        """Counters are finalized at the exchange after a server left."""
-        return Event.LEFT in self.pending
+        """Counters are finalized at an exchange that began with a server left: a node left merged into a
+        running join exchange finalizes nothing (Ignite finalizes at the exchange's init only)."""
+        return Event.LEFT in self.pending and Event.JOINED not in self.pending
+
+    def _gaps_closed(self, node: str, part: int) -> list[tuple[int, int]]:
+        """The gaps of the copy the exchange closes besides finalize, as ranges (start, delta): none in
+        Ignite; with Fix.EXCHANGE_CLOSES_UNCOVERED_GAPS, at an exchange that demotes, in a partition that
+        stays (an OWNING copy of a server that is no joiner), those for which no other live server logged
+        an update (updates that exist nowhere). Closing logs rollback records, not data records, so the
+        servers' decisions do not depend on their order."""
+        stays = part not in self._already_lost() and any(
+            o not in self.joiners and self.state_of(o, part) == PartState.OWNING for o in self.alive
+        )
+        if Fix.EXCHANGE_CLOSES_UNCOVERED_GAPS not in self.config.fixes or not self._demotes() or not stays:
+            return []
+        counter = self.nodes[node].counters[part]
+        logged = {
+            r.cntr
+            for o in self.alive - {node}
+            for r in self.nodes[o].disk.records()
+            if isinstance(r, DataRecord) and self.config.partition(r.key) == part
+        }
+        return runs(set(range(1, counter.highest_applied + 1)) - covered(counter) - logged)
 
     def _when_full_message(self, node: str) -> bool | None:
         ok = (
@@ -453,26 +535,31 @@ class PmeCluster(Cluster):
         and the new owner list; transactions then map on the new version."""
         self._require(self._when_full_message(node), "FullMessage", node=node)
         c = self.copy()
-        assigned = self.assigned()
-        demote = bool(self.pending & {Event.JOINED, Event.BASELINE})
         now_lost = {p for p in range(self.config.partitions) if self._lost_now(p)}
         demands = []
         for n in sorted(self.alive):
             copies: dict[int, Copy] = {}
             for p in range(self.config.partitions):
-                new = self._new_state(n, p, n in assigned, demote)
+                new = self._exchange_state(n, p)
                 if new is None:
                     continue
                 copies[p] = new
                 counter = c.nodes[n].counters.setdefault(p, PartitionUpdateCounter())
-                if p in now_lost or p in self.lost:
+                if p in now_lost or p in self._already_lost():
                     continue  # a LOST partition waits for the operator: nothing moves
                 if new.state in (PartState.OWNING, PartState.MOVING):
-                    counter.update_lwm(self._max_lwm(p))
+                    # Ignite logs "Failed to update partition counter" and carries on (exchange_report).
+                    with suppress(CounterInconsistencyError):
+                        counter.update_lwm(self._full_counter(p))
+                    floor = self._hwm_floor(p)
+                    if floor > counter.hwm:
+                        c.nodes[n].counters[p] = PartitionUpdateCounter(
+                            counter.lwm, floor, counter.items, counter.first
+                        )
                 if new.state is PartState.MOVING:
                     demands.append(self._demand(n, p, new.init))
             c.states[n] = copies
-        c.lost = self.lost | now_lost
+        c.lost = self._already_lost() | now_lost
         owner_list = c.owner_order()
         c.owners = {p: owner_list for p in range(self.config.partitions)}
         c.rebal = frozenset(demands)
@@ -482,6 +569,15 @@ class PmeCluster(Cluster):
         c.joiners = frozenset()
         return c
 
+    def _exchange_state(self, node: str, part: int) -> Copy | None:
+        """The coordinator's decision for the copy (None: no copy): lagging OWNING copies are demoted on a
+        join, a baseline change and an activation."""
+        return self._new_state(node, part, node in self.assigned(), self._demotes())
+
+    def _demotes(self) -> bool:
+        """Lagging OWNING copies are demoted on a join, a baseline change and an activation."""
+        return bool(self.pending & {Event.JOINED, Event.BASELINE, Event.ACTIVATE})
+
     def _owning_copies(self, part: int) -> list[str]:
         return [
             n
@@ -489,10 +585,28 @@ class PmeCluster(Cluster):
             if (i := self.singles[n].get(part)) and i.state is PartState.OWNING
         ]
 
+    def _already_lost(self) -> frozenset[int]:
+        """The partitions the exchange finds LOST already: none at the activation after a total outage."""
+        return frozenset() if Event.ACTIVATE in self.pending else self.lost
+
     def _lost_now(self, part: int) -> bool:
         """No server that was in the topology at ready_ver has an OWNING copy: a copy that comes back with a
         joining server vouches for nothing on its own (it may lack what the owners that left had)."""
         return set(self._owning_copies(part)) <= self.joiners
+
+    def _full_counter(self, part: int) -> int:
+        """The counter the full message carries, which OWNING and MOVING copies take: the maximum LWM of every
+        copy reported, MOVING and RENTING ones included (Ignite's collectUpdateCounters); only demotions and
+        suppliers look at OWNING copies alone."""
+        return max((info[part].lwm for info in self.singles.values() if part in info), default=0)
+
+    def _hwm_floor(self, part: int) -> int:
+        """A floor under every updated copy's HWM besides the counter: none in Ignite; with
+        Fix.EXCHANGE_RAISES_HWM the highest counter any copy in the single messages applied."""
+        if Fix.EXCHANGE_RAISES_HWM not in self.config.fixes:
+            return 0
+        counters = (self.nodes[n].counters[part] for n in self.singles if part in self.states[n])
+        return max((ctr.highest_applied for ctr in counters), default=0)
 
     def _max_lwm(self, part: int) -> int:
         return max((self.singles[n][part].lwm for n in self._owning_copies(part)), default=0)
@@ -500,7 +614,7 @@ class PmeCluster(Cluster):
     def _new_state(self, node: str, part: int, assigned: bool, demote: bool) -> Copy | None:
         """The copy's state after the exchange (None: no copy)."""
         current = self.states[node].get(part)
-        if part in self.lost or self._lost_now(part):
+        if part in self._already_lost() or self._lost_now(part):
             return current
         if not assigned:
             return Copy(PartState.RENTING) if current else None
@@ -509,23 +623,36 @@ class PmeCluster(Cluster):
         info = self.singles[node][part]
         if info.state is PartState.MOVING:
             return current
-        if info.state is PartState.OWNING and not (demote and info.lwm < self._max_lwm(part)):
+        if info.state is PartState.RENTING:
+            return self._reassigned(node, part)
+        if not (demote and info.lwm < self._max_lwm(part)):
             return OWNING
         return Copy(PartState.MOVING, info.lwm)
+
+    def _reassigned(self, node: str, part: int) -> Copy:
+        """A RENTING copy assigned again is cleared and rebalanced in full, as a new copy: its LWM may be a
+        maximum it received while MOVING, before it had the data."""
+        return Copy(PartState.MOVING, 0)
 
     def _wal_covers(self, supplier: str, part: int, init: int) -> bool:
         """The supplier's WAL still reaches back to the demander's counter."""
         return self.singles[supplier][part].hist <= init
 
     def _historical(self, supplier: str, part: int, init: int) -> bool:
-        """The supplier's WAL reaches back to the demander's counter, the partition is big enough for WAL
-        rebalancing, and fewer updates are missing than it has entries."""
+        """The demander is not empty, the supplier's WAL reaches back to its counter, the partition is big
+        enough, and fewer updates are missing than it has entries."""
         size = sum(1 for k in self.nodes[supplier].data if self.config.partition(k) == part)
         return (
-            self._wal_covers(supplier, part, init)
-            and size >= self.config.wal_rebalance_threshold
+            init > 0
+            and self._wal_covers(supplier, part, init)
+            and self._enough_entries(size)
             and self._max_lwm(part) - init < size
         )
+
+    def _enough_entries(self, size: int) -> bool:
+        """Big enough for WAL rebalancing: more entries than the threshold (Ignite reserves history only for
+        partitions with fullSize() > threshold)."""
+        return size > self.config.wal_rebalance_threshold
 
     def _suppliers(self, part: int) -> list[str]:
         """The copies that may supply: the OWNING ones with the maximum LWM, oldest first."""
@@ -561,11 +688,18 @@ class PmeCluster(Cluster):
         self._require(self._when_truncate_wal(node), "TruncateWal", node=node)
         c = self.copy()
         n = c.nodes[node]
-        n.disk = n.disk.checkpoint(n.counters, n.data)
+        n.disk = n.disk.checkpoint(n.counters)
         for p, copy in self.states[node].items():
             if copy.state is PartState.OWNING:
                 c.history[node][p] = max(self.history[node][p], n.counters[p].lwm)
         return c
+
+    def _when_checkpoint(self, node: str) -> bool | None:
+        """A checkpoint writes the counters' meta when it changed since the last one (Ignite skips a
+        checkpoint with no dirty pages)."""
+        disk = self.nodes[node].disk
+        changed = (disk.meta or {}) != counter_meta(self.nodes[node].counters)
+        return True if node in self.alive | self.restarted and changed else None
 
     # --- rebalancing ---------------------------------------------------------------------------------------
 
@@ -646,12 +780,13 @@ class PmeCluster(Cluster):
         return c
 
     def _when_evict(self, node: str, part: int) -> bool | None:
-        renting = self.state_of(node, part) == PartState.RENTING
+        renting = self.active and part not in self.lost and self.state_of(node, part) == PartState.RENTING
         moving = any(self.state_of(n, part) == PartState.MOVING for n in self.alive)
         return True if renting and not moving else None
 
     def evict(self, node: str, part: int) -> PmeCluster:
-        """Drop a RENTING copy (data and counter) once no copy of its partition is MOVING."""
+        """Drop a RENTING copy (data and counter) once no copy of its partition is MOVING (not in a LOST
+        partition: its copies stay as they are)."""
         self._require(self._when_evict(node, part), "Evict", node=node, part=part)
         c = self.copy()
         del c.states[node][part]
@@ -660,6 +795,25 @@ class PmeCluster(Cluster):
         n.counters.pop(part, None)
         n.data = {k: e for k, e in n.data.items() if self.config.partition(k) != part}
         return c
+
+
+def covered(counter: PartitionUpdateCounter) -> set[int]:
+    """The counters a counter says are applied or closed: 1..LWM and its out-of-order ranges."""
+    done = set(range(1, counter.lwm + 1))
+    for start, delta in counter.items:
+        done.update(range(start + 1, start + delta + 1))
+    return done
+
+
+def runs(counters: Iterable[int]) -> list[tuple[int, int]]:
+    """Counters as maximal ranges (start, delta), in order: {3, 4, 6} -> [(2, 2), (5, 1)]."""
+    result: list[tuple[int, int]] = []
+    for c in sorted(counters):
+        if result and sum(result[-1]) == c - 1:
+            result[-1] = (result[-1][0], result[-1][1] + 1)
+        else:
+            result.append((c - 1, 1))
+    return result
 
 
 def durable_counters(disk: Disk, part: int, config: Config) -> set[int]:
@@ -680,6 +834,61 @@ def hist_from(disk: Disk, part: int, lwm: int, config: Config, truncated: int) -
     <= lwm it lacks (0: all)."""
     durable = durable_counters(disk, part, config)
     return max([truncated, *(c for c in range(1, lwm + 1) if c not in durable)])
+
+
+@dataclass(frozen=True)
+class ExchangeReport:
+    """What Ignite logs when the coordinator finishes an exchange; nothing in the protocol acts on it.
+
+    `update_failures`: partition -> the copies whose update(max LWM) fails because they applied updates
+    above every OWNING copy's LWM ("Failed to update partition counter. Most probably a node with most
+    actual data is out of topology"; Ignite carries on with HWM raised, LWM and gaps kept). The partition
+    state validation, over the OWNING copies after the decision (just-joined servers and empty copies left
+    out): `counters_inconsistent` - partition -> node -> LWM ("Partitions update counters are
+    inconsistent"), `sizes_inconsistent` - partition -> node -> entries ("Partitions cache sizes are
+    inconsistent")."""
+
+    update_failures: Mapping[int, tuple[str, ...]]
+    counters_inconsistent: Mapping[int, Mapping[str, int]]
+    sizes_inconsistent: Mapping[int, Mapping[str, int]]
+
+    @property
+    def clean(self) -> bool:
+        return not (self.update_failures or self.counters_inconsistent or self.sizes_inconsistent)
+
+
+def exchange_report(cluster: PmeCluster) -> ExchangeReport:
+    """The report of the exchange whose full message is due (every live server sent its single message);
+    spec/PME.tla's UpdateFailures, CountersInconsistent and SizesInconsistent."""
+    if cluster.top_ver == cluster.ready_ver or not cluster.alive or set(cluster.singles) != cluster.alive:
+        raise ValueError("no exchange is ready for its full message")
+    failures: dict[int, tuple[str, ...]] = {}
+    counters: dict[int, dict[str, int]] = {}
+    sizes: dict[int, dict[str, int]] = {}
+    for part in range(cluster.config.partitions):
+        if part in cluster._already_lost() or cluster._lost_now(part):
+            continue
+        best = cluster._full_counter(part)
+        failing = []
+        for node in sorted(cluster.singles):
+            new = cluster._exchange_state(node, part)
+            if part not in cluster.states[node] or new is None or new.state is PartState.RENTING:
+                continue
+            ctr = cluster.nodes[node].counters[part]
+            if ctr.lwm <= best < ctr.highest_applied:
+                failing.append(node)
+            size = sum(1 for k in cluster.nodes[node].data if cluster.config.partition(k) == part)
+            lwm = cluster.singles[node][part].lwm
+            if new.state is PartState.OWNING and node not in cluster.joiners and (lwm or size):
+                counters.setdefault(part, {})[node] = lwm
+                sizes.setdefault(part, {})[node] = size
+        if failing:
+            failures[part] = tuple(failing)
+    return ExchangeReport(
+        update_failures=failures,
+        counters_inconsistent={p: v for p, v in counters.items() if len(set(v.values())) > 1},
+        sizes_inconsistent={p: v for p, v in sizes.items() if len(set(v.values())) > 1},
+    )
 
 
 def idle_verify(cluster: PmeCluster) -> IdleVerifyResult:

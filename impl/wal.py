@@ -2,11 +2,14 @@
 
 The WAL holds data records (one per committed entry, with its update counter), rollback records (a
 counter range closed without data: a rolled-back transaction or a gap finalized at an exchange) and
-checkpoint markers. A checkpoint persists the pages: per partition the counter's LWM and gaps (Ignite's
-partition meta, ``PartitionUpdateCounter.to_bytes``) and the data. Restore after a crash, as Ignite's
-recovery does: start from the last checkpoint's pages, replay the records after its marker (a data record
-with counter c applies update(c-1, 1), a rollback record update(start, delta)), then initialize each
-counter like a partition read from disk (HWM = highest applied, the next exchange is the first).
+checkpoint markers. A checkpoint persists the counters' partition meta: per partition the LWM and gaps
+(``PartitionUpdateCounter.to_bytes``) - this is what an absolute update at an exchange leaves, which no
+WAL record holds. Restore after a crash, as Ignite's recovery does: counters from the last checkpoint's
+meta, then the records after its marker replayed (a data record with counter c applies update(c-1, 1), a
+rollback record update(start, delta)), then each counter initialized like a partition read from disk (HWM
+= highest applied, the next exchange is the first). The WAL keeps every record (truncating its archive
+only limits historical rebalancing, see impl/pme.py), so the data is rebuilt from its data records: the
+newest entry per key, which is what the data pages of a checkpoint plus the replay give.
 """
 
 from __future__ import annotations
@@ -62,51 +65,55 @@ WalRecord: TypeAlias = DataRecord | RollbackRecord | RebalancedRecord | Checkpoi
 LoggedRecord: TypeAlias = DataRecord | RollbackRecord | RebalancedRecord
 
 
-@dataclass(frozen=True, slots=True)
-class Pages:
-    """What a checkpoint persists: per partition the counter's (lwm, gap bytes), and the data."""
+# What a checkpoint persists of the counters: per partition (lwm, gap bytes), Ignite's partition meta.
+Meta: TypeAlias = Mapping[int, tuple[int, bytes | None]]
 
-    counters: Mapping[int, tuple[int, bytes | None]]
-    data: Mapping[int, Entry]
+
+def counter_meta(counters: Mapping[int, PartitionUpdateCounter]) -> dict[int, tuple[int, bytes | None]]:
+    """The partition meta a checkpoint of these counters writes."""
+    return {part: (c.lwm, c.to_bytes()) for part, c in counters.items()}
 
 
 @dataclass(frozen=True, slots=True)
 class Disk:
-    """What survives a crash: the WAL and the pages of the last checkpoint (None before the first)."""
+    """What survives a crash: the WAL and the counters' meta of the last checkpoint (None before the
+    first)."""
 
     wal: tuple[WalRecord, ...] = ()
-    pages: Pages | None = None
-    # Index in `wal` just after the last checkpoint marker: where recovery starts replaying.
+    meta: Meta | None = None
+    # Index in `wal` just after the last checkpoint marker: where recovery starts replaying counters.
     replay_from: int = field(default=0)
 
     def log(self, records: Iterable[WalRecord]) -> Disk:
         """The disk with `records` appended to the WAL."""
-        return Disk(self.wal + tuple(records), self.pages, self.replay_from)
+        return Disk(self.wal + tuple(records), self.meta, self.replay_from)
 
-    def checkpoint(self, counters: Mapping[int, PartitionUpdateCounter], data: Mapping[int, Entry]) -> Disk:
-        """Persist the pages (counters' LWM and gaps, data) and write the checkpoint marker."""
-        pages = Pages({part: (c.lwm, c.to_bytes()) for part, c in counters.items()}, dict(data))
+    def checkpoint(self, counters: Mapping[int, PartitionUpdateCounter]) -> Disk:
+        """Persist the counters' meta (LWM and gaps) and write the checkpoint marker."""
         wal = (*self.wal, CheckpointRecord())
-        return Disk(wal, pages, len(wal))
+        return Disk(wal, counter_meta(counters), len(wal))
 
     def restore(
         self, parts: Iterable[int], partition_of: Callable[[int], int]
     ) -> tuple[dict[int, PartitionUpdateCounter], dict[int, Entry]]:
-        """Counters and data of partitions `parts` rebuilt from the last checkpoint and the WAL after its
-        marker (records of other partitions - evicted copies - are skipped)."""
-        pages = self.pages or Pages({}, {})
+        """Counters of partitions `parts` rebuilt from the last checkpoint's meta and the WAL after its
+        marker, their data from every data record (records of other partitions - evicted copies - are
+        skipped)."""
+        meta = self.meta or {}
         counters = {
-            part: PartitionUpdateCounter.from_bytes(*pages.counters[part])
-            if part in pages.counters
-            else PartitionUpdateCounter()
+            part: PartitionUpdateCounter.from_bytes(*meta[part]) if part in meta else PartitionUpdateCounter()
             for part in parts
         }
-        data = {k: e for k, e in pages.data.items() if partition_of(k) in counters}
+        data: dict[int, Entry] = {}
+        for rec in self.records():
+            if isinstance(rec, DataRecord) and partition_of(rec.key) in counters:
+                newest = data.get(rec.key)
+                data[rec.key] = (
+                    Entry(rec.tx, rec.cntr) if newest is None or newest.cntr < rec.cntr else newest
+                )
         for record in self.wal[self.replay_from :]:
             if isinstance(record, DataRecord) and partition_of(record.key) in counters:
                 counters[partition_of(record.key)].update(record.cntr - 1, 1)
-                if record.key not in data or data[record.key].cntr < record.cntr:
-                    data[record.key] = Entry(record.tx, record.cntr)
             elif isinstance(record, RollbackRecord) and record.part in counters:
                 counters[record.part].update(record.start, record.delta)
             elif isinstance(record, RebalancedRecord) and record.part in counters:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares a machine for tidemark: a project virtualenv with the project installed, Java >= 17, Maven and
-# the real-Ignite harness built with it, and chromium (the test suite renders the HTML report in it).
+# the real-Ignite and real-Hazelcast harnesses built with it, and chromium (the test suite renders the HTML report in it).
 # Idempotent and quick when nothing changed (the install is keyed on pyproject.toml's hash).
 set -euo pipefail
 
@@ -70,7 +70,7 @@ ensure_venv() {
 }
 
 ensure_maven() {
-    # The real-Ignite harness (systems/ignite) is a Maven module.
+    # The real-system harnesses (systems/ignite, systems/hazelcast) are Maven modules.
     if command -v mvn >/dev/null 2>&1; then
         return
     fi
@@ -82,17 +82,20 @@ ensure_maven() {
             return
         fi
     fi
-    echo "bootstrap: tidemark needs Maven (mvn) to build the Ignite harness; install it (apt-get install maven)." >&2
+    echo "bootstrap: tidemark needs Maven (mvn) to build the real-system harnesses; install it (apt-get install maven)." >&2
     exit 3
 }
 
-build_ignite_harness() {
-    # Skipped when the jar is newer than the module's sources; Maven's repository is .cache/m2, so only the
-    # first build downloads (Ignite and its dependencies from Maven Central).
-    "$venv/bin/python" -c 'import sys; from conformance.systems.ignite import build_harness, IgniteError
+build_harnesses() {
+    # Each skipped when its jar is newer than the module's sources; Maven's repository is .cache/m2, so only
+    # the first build downloads (Ignite 2.18.0, Hazelcast 5.7.0 and their dependencies from Maven Central).
+    "$venv/bin/python" -c 'import sys
+from conformance.errors import ToolError
+from conformance.systems import hazelcast, ignite
 try:
-    build_harness()
-except IgniteError as e:
+    ignite.build_harness()
+    hazelcast.build_harness()
+except ToolError as e:
     sys.exit(f"bootstrap: {e.describe()}")' || exit 3
 }
 
@@ -100,4 +103,4 @@ ensure_java
 ensure_maven
 ensure_chromium
 ensure_venv
-build_ignite_harness
+build_harnesses

@@ -15,12 +15,12 @@
 (* version of backup replica r. A put on the owner applies locally,        *)
 (* increments slots 1..BackupCount (the requested count, also for          *)
 (* replicas that do not exist; slots at -1 are skipped) and sends every    *)
-(* existing backup replica r <= BackupCount a Backup carrying the whole    *)
-(* vector. Replica r compares slot r: stale (lower, or its own slot is the *)
-(* "requires sync" marker -1) is ignored; the next version is applied; a   *)
-(* jump is applied and marks the fragment dirty; an equal version is       *)
-(* re-run. A dirty fragment asks the owner for a sync. A backup that fails *)
-(* while applying marks its slot -1.                                       *)
+(* existing backup replica r <= BackupCount, and r < the live members, a   *)
+(* Backup carrying the whole vector. Replica r compares slot r: stale      *)
+(* (lower, or its own slot is the "requires sync" marker -1) is ignored;   *)
+(* the next version is applied; a jump is applied and marks the fragment  *)
+(* dirty; an equal version is re-run. A dirty fragment asks the owner for  *)
+(* a sync. A backup that fails while applying marks its slot -1.           *)
 (*                                                                         *)
 (* Anti-entropy: the owner periodically drops the fragments its services   *)
 (* no longer have (a destroyed map) and sends every replica of the table   *)
@@ -140,6 +140,11 @@ Failed(f, vec, r) == [f EXCEPT !.v[r] = -1]
 \* Backup-count slots the owner increments per put: the requested count.
 Increments == BackupCount
 
+\* The replica indexes a put sends backups to: 1..BackupCount, capped at the live members but one as
+\* Hazelcast's OperationBackupHandler caps them (getMaxAllowedBackupCount) - a replica left at a higher
+\* index by a crash gets none until a migration shifts it up.
+Backed == 1..Min2(BackupCount, Cardinality(alive) - 1)
+
 \* Whether the owner's anti-entropy round sends the operations: always - also with no fragment left,
 \* so that the backups drop theirs.
 Sends(kept) == TRUE
@@ -222,7 +227,7 @@ Init ==
 (* Puts and backups                                                         *)
 
 \* The owner runs a backup-aware put: applies it, increments the vector, sends each backup replica
-\* r <= BackupCount in the table a Backup carrying the whole vector.
+\* r \in Backed in the table a Backup carrying the whole vector.
 Put(ns, k) ==
     /\ Owner # None
     /\ puts < MaxPuts
@@ -234,7 +239,7 @@ Put(ns, k) ==
           /\ versions' = [versions EXCEPT ![o] = (ns :> [Fragment(o, ns) EXCEPT !.v = vec]) @@ @]
           /\ msgs' = msgs \cup {[type |-> "Backup", from |-> o, to |-> table[r], replica |-> r, ns |-> ns,
                                  key |-> k, value |-> val, versions |-> vec, held |-> RoundTo(table[r])] :
-                                r \in {r \in 1..BackupCount : table[r] # None}}
+                                r \in {r \in Backed : table[r] # None}}
           /\ puts' = val
           /\ action' = [name |-> "Put", ns |-> ns, key |-> k, value |-> val]
     /\ UNCHANGED <<alive, table, syncs, permits, serving, destroyed, losses, crashes, forked>>

@@ -70,15 +70,19 @@ CONSTANTS
     ServerCount,          \* servers s1 .. sN, e.g. 3
     Backups,              \* backups per partition, e.g. 2
     Partitions,           \* partitions 0 .. Partitions-1; key k is in partition k % Partitions, e.g. 1
-    TxKeys,               \* the key sets of the transactions t1, t2, ... by smallest key, e.g. {{0}, {1}}
+    TxKeys,               \* the key sets of the transactions t1, t2, ... by smallest key, keys below 65536
+                          \*   (spec/TxCounters.tla, Part), e.g. {{0}, {1}}
     MaxFailures,          \* server crashes allowed in a behavior, e.g. 1
     BaselineAutoAdjust,   \* may the operator set the baseline to the live servers? e.g. FALSE
-    WalRebalanceThreshold,\* historical rebalance only for partitions with at least this many entries, e.g. 0
+    WalRebalanceThreshold,\* historical rebalance only for partitions with more entries than this, e.g. 0
     BatchSize,            \* entries per supply message, e.g. 2
-    WalTruncation         \* may servers truncate their WAL archive (history for rebalancing)? e.g. FALSE
+    WalTruncation,        \* may servers truncate their WAL archive (history for rebalancing)? e.g. FALSE
+    Checkpoints,          \* may servers checkpoint (persist their counters' meta)? e.g. FALSE
+    FailAfterDecisions    \* does a server crash only once the client decided every started transaction?
+                          \*   A bound that keeps targeted models small, e.g. FALSE
 
 ASSUME /\ BaselineAutoAdjust \in BOOLEAN /\ WalRebalanceThreshold \in Nat /\ BatchSize \in Nat \ {0}
-       /\ WalTruncation \in BOOLEAN
+       /\ WalTruncation \in BOOLEAN /\ Checkpoints \in BOOLEAN /\ FailAfterDecisions \in BOOLEAN
 
 VARIABLES
     alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs, action,
@@ -95,11 +99,14 @@ VARIABLES
     crashes,    \* server crashes so far, e.g. 1
     joiners,    \* servers that joined since readyVer (their copies are not yet vouched for), e.g. {"s1"}
     history,    \* history[n][p]: the WAL archive holds p's records above this counter only, e.g. ("s1" :> (0 :> 2))
-    joinOrder   \* the live servers, oldest first (Ignite's node order): the first coordinates,
+    joinOrder,  \* the live servers, oldest first (Ignite's node order): the first coordinates,
                 \*   e.g. <<"s2", "s3", "s1">> after s1 failed and rejoined
+    active,     \* FALSE from the moment every server is down until the activation, e.g. TRUE
+    ckpt        \* ckpt[n]: the counters' meta (LWM and gaps per partition) of n's last checkpoint,
+                \*   e.g. ("s1" :> (0 :> [lwm |-> 3, items |-> <<>>])); <<>> before the first
 
 txVars == <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs, action>>
-pmeVars == <<state, baseline, lost, pending, singles, rebal, crashes, joiners, history, joinOrder>>
+pmeVars == <<state, baseline, lost, pending, singles, rebal, crashes, joiners, history, joinOrder, active, ckpt>>
 vars == <<txVars, pmeVars>>
 
 Tx == INSTANCE TxCounters
@@ -143,12 +150,21 @@ Durable(recs, p) ==
 \* counter <= l it lacks (0: all).
 HistFrom(n, recs, p, l) == Max({history[n][p]} \cup {c \in 1..l : c \notin Durable(recs, p)})
 
-\* A copy rebuilt from the disk: OWNING and RENTING copies replay the WAL (data, rollback and rebalanced
-\* records; HWM = highest applied), a MOVING copy restarts from its initial counter.
+\* The counters' meta a checkpoint of n writes now: LWM and gaps of every counter in memory.
+Meta(n) == [p \in DOMAIN counter[n] |-> [lwm |-> counter[n][p].lwm, items |-> counter[n][p].items]]
+
+\* A copy rebuilt from the disk: an OWNING or RENTING copy starts from its last checkpoint's meta (none:
+\* 0) and replays the WAL (data, rollback and rebalanced records; HWM = highest applied), a MOVING copy
+\* restarts from its initial counter. Ignite replays the records after the checkpoint's marker; those
+\* before it are reflected in the meta (an exchange's absolute update drops gaps only up to the new LWM,
+\* see FullUpdate), so replaying them changes nothing and the model replays every record. The meta
+\* matters where the counter moved without a record: update(max) raised LWM over counters no update used.
 RestoredCounter(n, p) ==
-    IF state[n][p].state = "MOVING"
-    THEN [Ctr!NewCounter EXCEPT !.lwm = state[n][p].init, !.hwm = state[n][p].init]
-    ELSE Ctr!Restore(Ctr!Summarize(Ctr!NewCounter, 0, Durable(wal[n], p)))
+    LET base == IF p \in DOMAIN ckpt[n] THEN ckpt[n][p] ELSE [lwm |-> 0, items |-> <<>>]
+        above == {c \in Durable(wal[n], p) : c > base.lwm}
+    IN IF state[n][p].state = "MOVING"
+       THEN [Ctr!NewCounter EXCEPT !.lwm = state[n][p].init, !.hwm = state[n][p].init]
+       ELSE Ctr!Restore(Ctr!Summarize(Ctr!NewCounter, base.lwm, Ctr!ItemCounters(base.items) \cup above))
 RestoredData(n) == [k \in {k \in DOMAIN Tx!RestoredData(n) : Part(k) \in Copies(n)} |-> Tx!RestoredData(n)[k]]
 
 \* The owner list for copy states st: the assignment's servers whose copies are all OWNING first (late
@@ -182,15 +198,37 @@ Init ==
     /\ joiners = {}
     /\ history = [n \in Servers |-> [p \in Parts |-> 0]]
     /\ joinOrder = [i \in 1..ServerCount |-> Tx!Server(i)]
+    /\ active = TRUE
+    /\ ckpt = [n \in Servers |-> <<>>]
 
 -----------------------------------------------------------------------------
 (* Transactions: spec/TxCounters.tla's steps, on writable partitions        *)
 
+\* The primary locks (and so prepares) only keys of its OWNING copies: a MOVING copy lacks data and its HWM
+\* is that of the last exchange. Ignite's late affinity assignment keeps an OWNING copy primary per
+\* partition, and the primary refuses the request otherwise (the near node retries); the model's one
+\* owner list may put a server with a MOVING copy first when no server has all its copies OWNING, and
+\* the request then waits until the copy owns or the topology changes (LockRemap). The copy cannot leave
+\* OWNING while the lock is held (the exchange waits for it), so prepare finds it OWNING too.
+PrimaryOwning(t, n) == \A k \in Tx!Writes[t] : StateOf(n, Part(k)) = "OWNING"
+
+\* A locking transaction whose partition became LOST fails on the near node (Ignite's lock future fails
+\* with the partition's loss), and is rolled back like one whose primary left.
+TxFailsOnLost(t) ==
+    /\ near[t].state = "locking"
+    /\ ~Writable(t)
+    /\ near' = [near EXCEPT ![t].state = "rolledBack"]
+    /\ msgs' = {m \in msgs : m.tx # t}
+    /\ action' = [name |-> "TxRollback", tx |-> t]
+    /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, txs, counter, data, wal>>
+
 TxStep ==
     /\ \/ \E t \in Txs : /\ Writable(t) /\ (Tx!TxStart(t) \/ Tx!TxRemap(t))
+       \/ \E t \in Txs : TxFailsOnLost(t)
        \/ \E t \in Txs : Tx!TxPrepare(t) \/ Tx!TxCommit(t) \/ Tx!TxRollback(t) \/ Tx!Recover(t)
        \/ \E t \in Txs, n \in alive :
-            \/ Tx!Lock(t, n) \/ Tx!LockRemap(t, n) \/ Tx!Prepare(t, n) \/ Tx!Prepared(t, n)
+            \/ Tx!Lock(t, n) /\ PrimaryOwning(t, n)
+            \/ Tx!LockRemap(t, n) \/ Tx!Prepare(t, n) \/ Tx!Prepared(t, n)
             \/ Tx!Commit(t, n) \/ Tx!Rollback(t, n) \/ Tx!RolledBack(t, n)
             \/ Tx!BackupPrepare(t, n) \/ Tx!BackupCommit(t, n) \/ Tx!BackupRollback(t, n)
     /\ UNCHANGED pmeVars
@@ -198,12 +236,13 @@ TxStep ==
 -----------------------------------------------------------------------------
 (* Topology events                                                          *)
 
-\* A server crashes: memory lost, disk (WAL, partition states) kept, messages to it lost; the near node
-\* fails the lock futures mapped to it (its lock responses are dropped); a new major version whose
-\* exchange will finalize counters (a server left).
+\* A server crashes: memory lost, disk (WAL, partition states, checkpoint) kept, messages to it lost; the
+\* near node fails the lock futures mapped to it (its lock responses are dropped); a new major version
+\* whose exchange will finalize counters (a server left). The last server down: the cluster is inactive.
 NodeFail(n) ==
     /\ n \in alive
     /\ crashes < MaxFailures
+    /\ FailAfterDecisions => \A t \in Txs : near[t].state \in {"idle", "committed", "rolledBack"}
     /\ alive' = alive \ {n}
     /\ txs' = [txs EXCEPT ![n] = <<>>]
     /\ data' = [data EXCEPT ![n] = <<>>]
@@ -212,9 +251,10 @@ NodeFail(n) ==
     /\ crashes' = crashes + 1
     /\ joiners' = joiners \ {n}
     /\ joinOrder' = SelectSeq(joinOrder, LAMBDA s : s # n)
+    /\ active' = (active /\ alive' # {})
     /\ NewVersion(<<topVer[1] + 1, 0>>, "left")
     /\ action' = Step("NodeFail", n)
-    /\ UNCHANGED <<restarted, readyVer, owners, near, wal, state, baseline, lost, history>>
+    /\ UNCHANGED <<restarted, readyVer, owners, near, wal, state, baseline, lost, history, ckpt>>
 
 \* A crashed server starts again: its copies rebuilt from its disk. It is not in the topology yet.
 Restart(n) ==
@@ -226,30 +266,54 @@ Restart(n) ==
     /\ UNCHANGED <<alive, topVer, readyVer, owners, near, txs, wal, msgs, pmeVars>>
 
 \* The restarted server joins the topology: a new major version whose exchange demotes lagging copies.
-\* It joins once the previous exchange completed (exchanges run one after another; Ignite may merge
-\* them), so the node-left exchange and its tx recovery see the old incarnation gone.
+\* It joins once the previous exchange completed (exchanges run one after another; Ignite merges a join
+\* into a running exchange that allows it), so the node-left exchange and its tx recovery see the old
+\* incarnation gone. An inactive cluster runs no exchange: the server only enters the topology, once the
+\* near node has recovered the transactions of servers that left (it learns of a node left at once).
 Join(n) ==
     /\ n \in restarted
-    /\ topVer = readyVer
+    /\ IF active THEN topVer = readyVer ELSE \A t \in Txs : ~Tx!RecoveryDue(t)
     /\ alive' = alive \cup {n}
     /\ restarted' = restarted \ {n}
-    /\ joiners' = joiners \cup {n}
     /\ joinOrder' = Append(joinOrder, n)
-    /\ NewVersion(<<topVer[1] + 1, 0>>, "joined")
+    /\ IF active
+       THEN /\ joiners' = joiners \cup {n}
+            /\ NewVersion(<<topVer[1] + 1, 0>>, "joined")
+       ELSE UNCHANGED <<joiners, topVer, pending, singles, rebal>>
     /\ action' = Step("Join", n)
     /\ UNCHANGED <<readyVer, owners, near, txs, counter, data, wal, msgs, state, baseline, lost, crashes,
-                   history>>
+                   history, active, ckpt>>
+
+\* Every baseline server is back after a total outage: the operator (or baseline auto-activation)
+\* activates the cluster. The activation exchange (a new major version) restores the persisted copies,
+\* demotes lagging OWNING copies like a join and finalizes nothing; it decides the LOST partitions afresh
+\* (Ignite keeps no LOST mark across a cluster restart: a partition is LOST again only if no OWNING copy
+\* is back; AlreadyLost).
+Activate ==
+    /\ ~active
+    /\ alive # {}
+    /\ baseline \subseteq alive
+    /\ active' = TRUE
+    /\ joiners' = {}
+    /\ topVer' = <<topVer[1] + 1, 0>>
+    /\ pending' = {"activate"}
+    /\ singles' = <<>>
+    /\ rebal' = {}
+    /\ action' = [name |-> "Activate"]
+    /\ UNCHANGED <<alive, restarted, readyVer, owners, near, txs, counter, data, wal, msgs, state, baseline,
+                   lost, crashes, history, joinOrder, ckpt>>
 
 \* The operator (or baseline auto-adjust) sets the baseline to the live servers: a minor version whose
 \* exchange moves partitions to the new affinity.
 BaselineChange ==
     /\ BaselineAutoAdjust
+    /\ active
     /\ baseline # alive
     /\ baseline' = alive
     /\ NewVersion(<<topVer[1], topVer[2] + 1>>, "baseline")
     /\ action' = [name |-> "BaselineChange"]
     /\ UNCHANGED <<alive, restarted, readyVer, owners, near, txs, counter, data, wal, msgs, state, lost, crashes,
-                   joiners, history, joinOrder>>
+                   joiners, history, joinOrder, active, ckpt>>
 
 -----------------------------------------------------------------------------
 (* The exchange                                                             *)
@@ -260,28 +324,51 @@ BaselineChange ==
 \* is due.
 Released == \A t \in Txs : ~Tx!RecoveryDue(t) /\ \A m \in alive : ~Tx!HasActive(m, t)
 
-\* Counters are finalized at the exchange after a server left.
-FinalizesCounters == "left" \in pending
+\* Counters are finalized at an exchange that began with a server left. Ignite finalizes at the exchange's
+\* init, and only for the events it began with: a node left merged into a running join exchange (Join
+\* starts an exchange only when none runs, so "joined" \in pending means the exchange began with it)
+\* finalizes nothing - the rejoining copy's holes must not be closed as rollbacks, it is demoted instead.
+\* A node-left or baseline exchange that a further server left restarts stands for Ignite's exchanges run
+\* one after the other, the last of which finalizes. (Ignite's exchange-free switch after a node left on a
+\* fully rebalanced cluster finalizes only the partitions the failed server was primary for; the model
+\* finalizes every copy once every transaction is released, which closes nothing in the others: their
+\* live primary finished every counter it reserved. docs/pme.md, section 2.)
+FinalizesCounters == "left" \in pending /\ "joined" \notin pending
+
+\* The gaps of n's copy of p that the exchange closes besides finalize (as rollback records, HWM kept):
+\* none in Ignite. spec/PMEFixed.tla closes, at an exchange that demotes, the gaps no other live copy
+\* covers - updates that exist nowhere, which a node left merged into a join, or a total outage, leaves
+\* unfinalized.
+GapsClosedAtExchange(n, p) == {}
+
+\* The copy with the counters of S closed as rollbacks, and the rollback records that close them.
+Closed(ctr, S) == Ctr!Summarize(ctr, ctr.lwm, Ctr!ItemCounters(ctr.items) \cup S)
+ClosingRecords(p, S) ==
+    {[type |-> "rollback", part |-> p, start |-> r[1], delta |-> r[2]] : r \in Range(Ctr!Runs(S))}
 
 \* A server learns of the new version; once partitions are released it finalizes its counters if a
 \* server left (GapFinalization: holes closed, logged as rollback records) and sends the coordinator
 \* its single message.
 SendSingle(n) ==
+    /\ active
     /\ n \in alive
     /\ topVer # readyVer
     /\ n \notin DOMAIN singles
     /\ Released
     /\ LET finalize == FinalizesCounters
-           ctr == [p \in Copies(n) |-> IF finalize THEN Fin!Finalized(counter[n][p]) ELSE counter[n][p]]
+           closes(p) == GapsClosedAtExchange(n, p)
+           ctr == [p \in Copies(n) |-> IF finalize THEN Fin!Finalized(counter[n][p])
+                                       ELSE IF closes(p) = {} THEN counter[n][p]
+                                       ELSE Closed(counter[n][p], closes(p))]
            log == IF finalize THEN wal[n] \cup UNION {Fin!GapRecords(p, counter[n][p]) : p \in Copies(n)}
-                  ELSE wal[n]
+                  ELSE wal[n] \cup UNION {ClosingRecords(p, closes(p)) : p \in Copies(n)}
        IN /\ counter' = [counter EXCEPT ![n] = ctr]
           /\ wal' = [wal EXCEPT ![n] = log]
           /\ singles' = singles @@ (n :> [p \in Copies(n) |->
                             [lwm |-> ctr[p].lwm, state |-> state[n][p].state, hist |-> HistFrom(n, log, p, ctr[p].lwm)]])
     /\ action' = Step("SendSingle", n)
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, data, msgs,
-                   state, baseline, lost, pending, rebal, crashes, joiners, history, joinOrder>>
+                   state, baseline, lost, pending, rebal, crashes, joiners, history, joinOrder, active, ckpt>>
 
 \* The coordinator: the oldest live server (Ignite's oldest node by join order).
 Coordinator == joinOrder[1]
@@ -291,14 +378,33 @@ Coordinator == joinOrder[1]
 \* vouches for nothing on its own (it may lack what the owners that left had).
 OwningCopies(p) == {n \in DOMAIN singles : p \in DOMAIN singles[n] /\ singles[n][p].state = "OWNING"}
 MaxLwm(p) == Max({0} \cup {singles[n][p].lwm : n \in OwningCopies(p)})
+
+\* The counter the full message carries for p, which every OWNING and MOVING copy takes (update(max)): the
+\* maximum LWM of every copy reported, MOVING and RENTING ones included (Ignite's collectUpdateCounters
+\* over the single messages; only the demotions and the suppliers look at OWNING copies alone). A MOVING
+\* copy that closed a range - it applied a rollback its OWNING peers never received - thus raises the new
+\* primary's HWM above that range.
+FullCounter(p) == Max({0} \cup {singles[n][p].lwm : n \in {o \in DOMAIN singles : p \in DOMAIN singles[o]}})
+
+\* A floor the full message puts under every updated copy's HWM besides the counter: none in Ignite.
+\* spec/PMEFixed.tla raises it to the highest counter any copy applied, so that a new primary never hands
+\* out a range a copy closed (a rolled-back range above that copy's LWM).
+HwmFloor(p) == 0
+RaisedHwm(ctr, f) == IF f > ctr.hwm THEN [ctr EXCEPT !.hwm = f] ELSE ctr
 Suppliers(p) == {n \in OwningCopies(p) : singles[n][p].lwm = MaxLwm(p)}
 PartSize(n, p) == Cardinality({k \in DOMAIN data[n] : Part(k) = p})
 
-\* Historical rebalance from supplier s to a copy at counter c: s's WAL reaches back to c, the partition
-\* is big enough for WAL rebalancing and the missing updates are fewer than its entries.
+\* A partition big enough for WAL rebalancing: more entries than the threshold (strictly: Ignite reserves
+\* history only for partitions with fullSize() > threshold).
+EnoughEntries(size) == size > WalRebalanceThreshold
+
+\* Historical rebalance from supplier s to a copy at counter c: the copy is not empty (Ignite never
+\* rebalances a demander at counter 0 from history), s's WAL reaches back to c, the partition is big
+\* enough and the missing updates are fewer than its entries.
 Historical(s, p, c) ==
+    /\ c > 0
     /\ singles[s][p].hist <= c
-    /\ PartSize(s, p) >= WalRebalanceThreshold
+    /\ EnoughEntries(PartSize(s, p))
     /\ MaxLwm(p) - c < PartSize(s, p)
 
 \* The supplier for a copy at counter c: the first (oldest) max-LWM owner that can supply from its WAL,
@@ -312,18 +418,56 @@ SupplierFor(p, c) ==
 \* real key (an exclusive "keys above 0" start never sent key 0).
 FullFirst == 0
 
-\* The full message's update(max LWM) on a copy: it raises HWM too (a new primary's).
-FullUpdate(ctr, v) == Ctr!UpdateLwm(ctr, v)
+\* The full message's update(max LWM) on a copy (Ignite's update(long)): it raises HWM too (a new
+\* primary's). A value at or above LWM but below the copy's highest applied counter fails: Ignite logs
+\* "Failed to update partition counter" (UpdateFailures) and carries on with HWM raised, LWM and gaps kept.
+CounterUpdateFails(ctr, v) == v >= ctr.lwm /\ v < Ctr!HighestApplied(ctr)
+FullUpdate(ctr, v) ==
+    IF CounterUpdateFails(ctr, v) THEN [ctr EXCEPT !.hwm = Max({ctr.hwm, v, ctr.lwm})] ELSE Ctr!UpdateLwm(ctr, v)
+
+\* A RENTING copy assigned again: Ignite turns it MOVING and clears it (or, evicted meanwhile, creates
+\* it anew); either way its counter is not trusted and it is rebalanced in full, as a new copy. (Its LWM
+\* may be a maximum it received while MOVING, before it had the data.)
+Reassigned(n, p) == [state |-> "MOVING", init |-> 0]
+
+\* The partitions an exchange finds LOST already: none at the activation after a total outage.
+AlreadyLost == IF "activate" \in pending THEN {} ELSE lost
 
 \* The state of n's copy of p after the exchange (Evicted: no copy).
 Evicted == [state |-> "EVICTED", init |-> 0]
 NewState(n, p, assigned, demote) ==
-    IF p \in lost \/ OwningCopies(p) \subseteq joiners THEN IF p \in Copies(n) THEN state[n][p] ELSE Evicted
+    IF p \in AlreadyLost \/ OwningCopies(p) \subseteq joiners THEN IF p \in Copies(n) THEN state[n][p] ELSE Evicted
     ELSE IF n \notin assigned THEN IF p \in Copies(n) THEN [state |-> "RENTING", init |-> 0] ELSE Evicted
     ELSE IF p \notin Copies(n) THEN [state |-> "MOVING", init |-> 0]
     ELSE IF singles[n][p].state = "MOVING" THEN state[n][p]
-    ELSE IF singles[n][p].state = "OWNING" /\ ~(demote /\ singles[n][p].lwm < MaxLwm(p)) THEN Owning
+    ELSE IF singles[n][p].state = "RENTING" THEN Reassigned(n, p)
+    ELSE IF ~(demote /\ singles[n][p].lwm < MaxLwm(p)) THEN Owning
     ELSE [state |-> "MOVING", init |-> singles[n][p].lwm]
+
+\* The coordinator's decision: demotion on a join, baseline change or activation; LOST partitions; the
+\* state of every copy after the exchange.
+Demote == pending \cap {"joined", "baseline", "activate"} # {}
+NowLost == {p \in Parts : OwningCopies(p) \subseteq joiners}
+ExchangeState(n, p) == NewState(n, p, Range(Assigned), Demote)
+
+\* What the exchange reports (Ignite logs it; nothing in the protocol acts on it), read where the full
+\* message is due: the copies whose update(max LWM) fails (a copy applied updates above every OWNING
+\* copy's LWM: a node with the latest data is out of the topology, or reused counters), and Ignite's
+\* partition state validation - the partitions whose OWNING copies, just-joined servers and empty copies
+\* left out, reported different LWMs ("update counters are inconsistent") or sizes ("cache sizes are
+\* inconsistent").
+UpdateFailures ==
+    {np \in (DOMAIN singles) \X (Parts \ (AlreadyLost \cup NowLost)) :
+        LET n == np[1] p == np[2]
+        IN /\ p \in Copies(n) /\ ExchangeState(n, p).state \in {"OWNING", "MOVING"}
+           /\ CounterUpdateFails(counter[n][p], FullCounter(p))}
+Validated(p) == {n \in DOMAIN singles \ joiners :
+                    /\ p \in Copies(n) /\ ExchangeState(n, p).state = "OWNING"
+                    /\ (singles[n][p].lwm > 0 \/ PartSize(n, p) > 0)}
+CountersInconsistent ==
+    {p \in Parts \ (AlreadyLost \cup NowLost) : Cardinality({singles[n][p].lwm : n \in Validated(p)}) > 1}
+SizesInconsistent ==
+    {p \in Parts \ (AlreadyLost \cup NowLost) : Cardinality({PartSize(n, p) : n \in Validated(p)}) > 1}
 
 \* Every live server sent its single message: the coordinator sends the full message and every server
 \* applies it at once - new states, update(max LWM) on OWNING and MOVING copies (this raises a new
@@ -333,12 +477,10 @@ FullMessage ==
     /\ topVer # readyVer
     /\ alive # {}
     /\ DOMAIN singles = alive
-    /\ LET assigned == Range(Assigned)
-           demote == pending \cap {"joined", "baseline"} # {}
-           new == [n \in alive |-> [p \in Parts |-> NewState(n, p, assigned, demote)]]
+    /\ LET new == [n \in alive |-> [p \in Parts |-> ExchangeState(n, p)]]
            copies(n) == {p \in Parts : new[n][p].state # "EVICTED"}
-           nowLost == {p \in Parts : OwningCopies(p) \subseteq joiners}
-           live == Parts \ (lost \cup nowLost)  \* a LOST partition waits for the operator: nothing moves
+           nowLost == NowLost
+           live == Parts \ (AlreadyLost \cup nowLost)  \* a LOST partition waits for the operator: nothing moves
            moving == {<<n, p>> \in alive \X live : new[n][p].state = "MOVING"}
            ctr(n, p) == IF p \in Copies(n) THEN counter[n][p] ELSE Ctr!NewCounter
        IN /\ state' = [n \in Servers |-> IF n \in alive THEN [p \in copies(n) |-> new[n][p]] ELSE state[n]]
@@ -346,7 +488,8 @@ FullMessage ==
                            IF n \notin alive THEN counter[n]
                            ELSE [p \in copies(n) |->
                                    IF p \in live /\ new[n][p].state \in {"OWNING", "MOVING"}
-                                   THEN FullUpdate(ctr(n, p), MaxLwm(p)) ELSE ctr(n, p)]]
+                                   THEN RaisedHwm(FullUpdate(ctr(n, p), FullCounter(p)), HwmFloor(p))
+                                   ELSE ctr(n, p)]]
           /\ rebal' = {LET p == nm[2]
                            init == new[nm[1]][p].init
                            s == SupplierFor(p, init)
@@ -354,14 +497,15 @@ FullMessage ==
                        IN [type |-> "Demand", part |-> p, sender |-> nm[1], to |-> s,
                            mode |-> IF hist THEN "historical" ELSE "full",
                            first |-> IF hist THEN init + 1 ELSE FullFirst, upto |-> MaxLwm(p)] : nm \in moving}
-          /\ lost' = lost \cup nowLost
+          /\ lost' = AlreadyLost \cup nowLost
           /\ owners' = OwnerOrder(state', Assigned)
     /\ readyVer' = topVer
     /\ pending' = {}
     /\ singles' = <<>>
     /\ joiners' = {}
     /\ action' = Step("FullMessage", Coordinator)
-    /\ UNCHANGED <<alive, restarted, topVer, near, txs, data, wal, msgs, baseline, crashes, history, joinOrder>>
+    /\ UNCHANGED <<alive, restarted, topVer, near, txs, data, wal, msgs, baseline, crashes, history, joinOrder,
+                   active, ckpt>>
 
 -----------------------------------------------------------------------------
 (* Rebalancing                                                              *)
@@ -391,7 +535,7 @@ Supply(n, p, d) ==
                          first |-> Max({m.first} \cup {e.pos + 1 : e \in batch})]}
     /\ action' = [name |-> "Supply", node |-> n, part |-> p, peer |-> d]
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs,
-                   state, baseline, lost, pending, singles, crashes, joiners, history, joinOrder>>
+                   state, baseline, lost, pending, singles, crashes, joiners, history, joinOrder, active, ckpt>>
 
 \* The demander applies a batch: entries newer than its own (logged to its WAL); after the last batch
 \* its counter is durable up to LWM (logged) and the copy is OWNING, else it asks for the next batch.
@@ -425,10 +569,13 @@ Rebalance(n, p) ==
                       /\ UNCHANGED <<state, topVer, pending, singles>>
     /\ action' = PartStep("Rebalance", n, p)
     /\ UNCHANGED <<alive, restarted, readyVer, owners, near, txs, counter, msgs,
-                   baseline, lost, crashes, joiners, history, joinOrder>>
+                   baseline, lost, crashes, joiners, history, joinOrder, active, ckpt>>
 
-\* A RENTING copy is evicted (its data and counter dropped) once no copy of its partition is MOVING.
+\* A RENTING copy is evicted (its data and counter dropped) once no copy of its partition is MOVING; the
+\* copies of a LOST partition stay as they are.
 Evict(n, p) ==
+    /\ active
+    /\ p \notin lost
     /\ StateOf(n, p) = "RENTING"
     /\ \A o \in alive : StateOf(o, p) # "MOVING"
     /\ state' = [state EXCEPT ![n] = [q \in Copies(n) \ {p} |-> @[q]]]
@@ -437,11 +584,12 @@ Evict(n, p) ==
     /\ data' = [data EXCEPT ![n] = [k \in {k \in DOMAIN @ : Part(k) # p} |-> @[k]]]
     /\ action' = PartStep("Evict", n, p)
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, wal, msgs,
-                   baseline, lost, pending, singles, rebal, crashes, joiners, joinOrder>>
+                   baseline, lost, pending, singles, rebal, crashes, joiners, joinOrder, active, ckpt>>
 
 \* A server checkpoints and truncates its WAL archive: the records at or below each OWNING copy's LWM
 \* are in the checkpoint's pages (restart still finds them, which is why the model keeps them in wal),
-\* but no longer available to supply a historical rebalance. History the server offered in its single
+\* but no longer available to supply a historical rebalance; the counters' meta is written as by
+\* Checkpoint. History the server offered in its single
 \* message, or that rebalancing it takes part in may ask of it, is reserved (Ignite reserves WAL
 \* history for the exchange and for preloading): no truncation meanwhile.
 TruncateWal(n) ==
@@ -452,19 +600,32 @@ TruncateWal(n) ==
     /\ \E p \in Copies(n) : state[n][p].state = "OWNING" /\ counter[n][p].lwm > history[n][p]
     /\ history' = [history EXCEPT ![n] = [p \in Parts |->
                       IF StateOf(n, p) = "OWNING" THEN Max({@[p], counter[n][p].lwm}) ELSE @[p]]]
+    /\ ckpt' = [ckpt EXCEPT ![n] = Meta(n)]
     /\ action' = Step("TruncateWal", n)
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs,
-                   state, baseline, lost, pending, singles, rebal, crashes, joiners, joinOrder>>
+                   state, baseline, lost, pending, singles, rebal, crashes, joiners, joinOrder, active>>
+
+\* A server (live or restarted) checkpoints: the counters' meta (LWM and gaps) is written, so a restart
+\* starts from it - it holds what an exchange's absolute update did, which no WAL record holds. Ignite
+\* checkpoints on a timer and skips a checkpoint with nothing changed.
+Checkpoint(n) ==
+    /\ Checkpoints
+    /\ n \in alive \cup restarted
+    /\ ckpt[n] # Meta(n)
+    /\ ckpt' = [ckpt EXCEPT ![n] = Meta(n)]
+    /\ action' = Step("Checkpoint", n)
+    /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs,
+                   state, baseline, lost, pending, singles, rebal, crashes, joiners, history, joinOrder, active>>
 
 -----------------------------------------------------------------------------
 (* Quiescence                                                               *)
 
 \* Nothing in flight: transactions finished or unable to start, no exchange, rebalancing or eviction
-\* pending (MOVING copies of a LOST partition have no supplier and wait for the operator).
+\* pending (the MOVING and RENTING copies of a LOST partition wait for the operator: nothing moves).
 Quiet ==
     /\ Tx!Quiet
     /\ rebal = {}
-    /\ \A n \in alive, p \in Parts : StateOf(n, p) # "RENTING" /\ (StateOf(n, p) = "MOVING" => p \in lost)
+    /\ \A n \in alive, p \in Parts \ lost : StateOf(n, p) \in {"OWNING", "EVICTED"}
 
 Done ==
     /\ Quiet
@@ -474,8 +635,9 @@ Done ==
 
 Next ==
     \/ TxStep
-    \/ \E n \in Servers : NodeFail(n) \/ Restart(n) \/ Join(n) \/ SendSingle(n) \/ TruncateWal(n)
+    \/ \E n \in Servers : NodeFail(n) \/ Restart(n) \/ Join(n) \/ SendSingle(n) \/ TruncateWal(n) \/ Checkpoint(n)
     \/ BaselineChange
+    \/ Activate
     \/ FullMessage
     \/ \E n, d \in Servers, p \in Parts : Supply(n, p, d)
     \/ \E n \in Servers, p \in Parts : Rebalance(n, p) \/ Evict(n, p)
@@ -487,11 +649,19 @@ Spec == Init /\ [][Next]_vars
 LiveSpec == Spec /\ WF_vars(Next)
 
 -----------------------------------------------------------------------------
+(* Views                                                                    *)
+
+\* The state without the step that led to it: no action reads `action`, so states that differ only there
+\* have the same futures, and exhaustive checks that need no replay (the deep models) merge them.
+WithoutAction == <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs, pmeVars>>
+
+-----------------------------------------------------------------------------
 (* Invariants and properties                                                *)
 
 TypeOK ==
     /\ Tx!TypeOK
-    /\ baseline \subseteq Servers /\ lost \subseteq Parts /\ pending \subseteq {"left", "joined", "baseline", "affinity"}
+    /\ baseline \subseteq Servers /\ lost \subseteq Parts /\ active \in BOOLEAN
+    /\ pending \subseteq {"left", "joined", "baseline", "affinity", "activate"}
     /\ \A n \in Servers : \A p \in Copies(n) : state[n][p].state \in {"OWNING", "MOVING", "RENTING"}
     /\ \A n \in alive \cup restarted : DOMAIN counter[n] = Copies(n)
     /\ DOMAIN singles \subseteq alive /\ joiners \subseteq alive
@@ -502,8 +672,18 @@ Copy(n, p) == n \in alive \cup restarted /\ p \in Copies(n)
 UpdatesIn(p) == Tx!DataRecsIn(p)
 
 \* Counters are never reused, across primary switches too: a counter value names one update of a
-\* partition everywhere (or a closed gap), otherwise comparing counters would equate different data.
-UniqueCounters == Tx!UniqueCounters
+\* partition everywhere, and an OWNING copy (live or down: its state persists) never closed as a rollback
+\* a counter that names an update it lacks - otherwise comparing counters would equate different data.
+\* Copies that are not OWNING may close such a counter (Ignite finalizes RENTING and MOVING copies too):
+\* a MOVING copy gets the update by rebalancing, a RENTING one is evicted or, assigned again, rebalanced
+\* in full (spec/TxCounters.tla states the stricter form: no copy ever closes an update's counter).
+UniqueCounters ==
+    \A p \in Parts :
+        LET recs == UpdatesIn(p)
+        IN /\ \A r, o \in recs : r.cntr = o.cntr => r.key = o.key /\ r.tx = o.tx
+           /\ \A n \in Servers :
+                 StateOf(n, p) = "OWNING" =>
+                     \A r \in recs : r.cntr \in Durable({c \in wal[n] : c.type = "rollback"}, p) => r \in wal[n]
 
 \* An OWNING copy holds every update its LWM covers (or a later write of the key): rebalancing and
 \* idle_verify trust LWM, so a covered update the copy lacks would be lost for good.
@@ -517,13 +697,14 @@ OwningCoversLwm ==
 Preparing(n, p) == {w[2] : w \in UNION {{w \in txs[n][t].writes : Part(w[1]) = p} :
                                         t \in {t \in DOMAIN txs[n] : Tx!HasActive(n, t)}}}
 
-\* A copy's counter reflects its WAL: what the WAL makes durable is covered (else update(max) at the
-\* exchange went below the highest applied counter - Ignite's "Failed to update the counter") - except
-\* entries a full rebalance supplied before their transaction committed here -, and what it holds out of
-\* order is in the WAL (else a restart would lose it).
+\* An OWNING copy's counter reflects its WAL: what the WAL makes durable is covered (else an absolute
+\* update passed over the copy's own updates) - except entries a full rebalance supplied before their
+\* transaction committed here -, and what it holds out of order is in the WAL (else a restart would lose
+\* it). MOVING and RENTING copies are left out: a copy
+\* evicted and created again sits beside the WAL records of its earlier incarnation.
 CounterReflectsWal ==
     \A n \in alive, p \in Parts :
-        p \in Copies(n) /\ state[n][p].state # "MOVING" =>
+        StateOf(n, p) = "OWNING" =>
             /\ Durable(wal[n], p) \subseteq Ctr!Covered(counter[n][p]) \cup Preparing(n, p)
             /\ Ctr!ItemCounters(counter[n][p].items) \subseteq Durable(wal[n], p)
 
@@ -542,12 +723,13 @@ OwnersFollowAffinity ==
     /\ Range(owners) = Range(IdealOwners(baseline)) \cap alive \/ topVer # readyVer
     /\ \A n \in Range(owners) \cap alive : Parts \ lost \subseteq Copies(n)
 
-\* An acknowledged update survives while a copy that applied it is alive or restarts: the copy still holds
-\* it (or a later write of the key). MOVING copies are being rebuilt (a copy evicted and assigned again
-\* starts empty beside its old WAL records); OwningCoversLwm checks them once they own.
+\* An acknowledged update survives while an OWNING copy that applied it is alive or restarts: the copy
+\* still holds it (or a later write of the key). MOVING copies are being rebuilt and RENTING copies serve
+\* nothing (a copy evicted and assigned again starts empty beside its old WAL records); OwningCoversLwm
+\* checks a rebuilt copy once it owns.
 AckedNeverLost ==
     \A r \in Tx!DataRecs, n \in Servers :
-        (Copy(n, Part(r.key)) /\ StateOf(n, Part(r.key)) # "MOVING" /\ Tx!Acked(r.tx) /\ r \in wal[n]) =>
+        (Copy(n, Part(r.key)) /\ StateOf(n, Part(r.key)) = "OWNING" /\ Tx!Acked(r.tx) /\ r \in wal[n]) =>
             r.key \in DOMAIN data[n] /\ data[n][r.key].cntr >= r.cntr
 
 DataIn(n, p) == [k \in {k \in DOMAIN data[n] : Part(k) = p} |-> data[n][k]]
@@ -563,10 +745,20 @@ IdleVerifyClean ==
                 /\ counter[n][p].lwm = counter[o][p].lwm /\ counter[n][p].items = counter[o][p].items
                 /\ \A r \in UpdatesIn(p) : Tx!Acked(r.tx) => r.key \in DOMAIN data[n] /\ data[n][r.key].cntr >= r.cntr
 
-\* No gap survives a node-left exchange: the full message of an exchange after a server left finds every
-\* OWNING copy without items (finalize ran once all transactions were released).
+\* Ignite's choice of rebalancing mode (docs/findings/wal-threshold-strict.md, moving-renting-moving.md):
+\* a historical rebalance comes only from a supplier whose partition has more entries than the threshold,
+\* and never to an empty demander (its first counter is above 1).
+RebalanceModeAsIgnite ==
+    \A m \in rebal :
+        m.mode = "historical" =>
+            /\ m.first > 1
+            /\ PartSize(IF m.type = "Demand" THEN m.to ELSE m.sender, m.part) > WalRebalanceThreshold
+
+\* No gap survives a node-left exchange: the full message of an exchange that finalizes finds every OWNING
+\* copy without items (finalize ran once all transactions were released). A node left merged into a join
+\* exchange finalizes nothing: its gaps survive until the next exchange that begins with a node left.
 NoGapsAfterNodeLeft ==
-    [][("left" \in pending /\ action'.name = "FullMessage") =>
+    [][(FinalizesCounters /\ action'.name = "FullMessage") =>
          \A n \in alive, p \in Parts :
              (p \in DOMAIN state'[n] /\ state'[n][p].state = "OWNING") => counter'[n][p].items = <<>>]_vars
 

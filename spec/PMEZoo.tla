@@ -11,9 +11,10 @@
 (* so the correct spec stays untouched and every bug is one line away.     *)
 (* `tidemark zoo` (conformance/zoo.py) writes those configs, runs TLC on   *)
 (* this module and expects a counterexample for each; docs/bugzoo.md       *)
-(* explains them.                                                          *)
+(* explains them. It extends spec/PMEFixed.tla so that a bug can also be   *)
+(* put into a model of the fixed protocol (the deep models).               *)
 (***************************************************************************)
-EXTENDS PME
+EXTENDS PMEFixed
 
 \* 1. No out-of-order tracking: update(start, delta) moves LWM to the end of the range, over any hole.
 UpdateWithoutTracking(ctr, s, d) ==
@@ -64,7 +65,8 @@ CommitWalLost(n, t, ws) == wal[n]
 
 \* 9. Historical rebalance although the supplier's WAL no longer reaches back to the demander's counter.
 HistoricalIgnoringWal(s, p, c) ==
-    /\ PartSize(s, p) >= WalRebalanceThreshold
+    /\ c > 0
+    /\ EnoughEntries(PartSize(s, p))
     /\ MaxLwm(p) - c < PartSize(s, p)
 
 \* 10. The exchange after a server left demotes nothing, as it should, but also skips finalize().
@@ -73,4 +75,22 @@ NeverFinalizes == FALSE
 \* 11. A full rebalance starts "after key 0" (an exclusive bound whose start is a real key): key 0 is
 \*     never supplied, and the demander owns the partition without it.
 FullFirstAfterZero == 1
+
+\* 12. A server left merged into a join exchange finalizes every copy, the joiner's too: the hole of an
+\*     update the rejoining copy missed is closed as a rollback, its LWM reaches the maximum, and it stays
+\*     OWNING without that update (docs/findings/join-merged-with-left.md).
+FinalizesOnAnyLeft == "left" \in pending
+
+\* 13. A RENTING copy assigned again keeps its counter as its rebalancing start: a copy that received the
+\*     maximum LWM while MOVING, before its data, is rebalanced from there and owns without the updates
+\*     below (docs/findings/moving-renting-moving.md).
+ReassignedAtLwm(n, p) == [state |-> "MOVING", init |-> singles[n][p].lwm]
+
+\* 14. Historical rebalance for a partition with exactly the threshold's entries: Ignite requires more
+\*     (docs/findings/wal-threshold-strict.md); RebalanceModeAsIgnite states the rule.
+EnoughEntriesAtThreshold(size) == size >= WalRebalanceThreshold
+
+\* 15. The activation after a total outage trusts every restored OWNING copy: a copy that missed a commit
+\*     before the outage keeps its lower LWM as an owner, and the partition's copies disagree for good.
+DemoteWithoutActivation == pending \cap {"joined", "baseline"} # {}
 =============================================================================

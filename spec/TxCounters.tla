@@ -52,10 +52,12 @@
 (*  - messages are a set: none is duplicated; a node ignores messages of a *)
 (*    transaction it knows finished, which the model removes at the step   *)
 (*    that finishes it;                                                    *)
-(*  - checkpoints are stuttering steps: restart replays the whole WAL,     *)
-(*    which gives what restoring the last checkpoint (lwm, gaps and pages) *)
-(*    and replaying the WAL after its marker gives (impl/cluster.py does   *)
-(*    the latter).                                                         *)
+(*  - no checkpoints: restart replays the whole WAL. An exchange raises a  *)
+(*    survivor's LWM by an absolute update that writes no record, so a     *)
+(*    checkpoint after it would restore a higher LWM; a restarted server   *)
+(*    never rejoins here, so nothing depends on it (spec/PME.tla models    *)
+(*    checkpoints; this model's mapping never takes the cluster's          *)
+(*    Checkpoint).                                                         *)
 (*                                                                         *)
 (* The counter operators come from spec/UpdateCounter.tla. Conformance     *)
 (* replays every edge of this model's state graph against impl/cluster.py. *)
@@ -71,7 +73,7 @@ CONSTANTS
 
 ASSUME /\ ServerCount \in Nat \ {0} /\ Backups \in Nat /\ Backups < ServerCount
        /\ Partitions \in Nat \ {0} /\ MaxFailures \in Nat
-       /\ \A ks \in TxKeys : ks # {} /\ ks \subseteq Nat
+       /\ \A ks \in TxKeys : ks # {} /\ ks \subseteq 0..65535  \* see Part
 
 Min(S) == CHOOSE x \in S : \A y \in S : x <= y
 Max(S) == CHOOSE x \in S : \A y \in S : x >= y
@@ -81,6 +83,8 @@ ASSUME \A a, b \in TxKeys : Min(a) = Min(b) => a = b  \* names come from smalles
 Server(i) == "s" \o ToString(i)
 Servers == {Server(i) : i \in 1..ServerCount}
 Parts == 0..(Partitions - 1)
+\* Ignite's partition of an int key k (its own hash) is |k mod P|, or (k xor (k >>> 16)) & (P - 1) when P is
+\* a power of two (impl/affinity.py key_partition): both are k % P for 0 <= k < 65536, hence the bound.
 Part(k) == k % Partitions
 TxOf(ks) == "t" \o ToString(Cardinality({o \in TxKeys : Min(o) <= Min(ks)}))
 Txs == {TxOf(ks) : ks \in TxKeys}
@@ -160,12 +164,15 @@ CommitOn(n, t, ws) ==
     /\ data' = [data EXCEPT ![n] = CommitData(n, t, ws)]
     /\ counter' = [counter EXCEPT ![n] = Updated(n, ws)]
 
+\* The rollback records of writes ws on server n: one per partition where update(start, delta) applies.
+RollbackRecords(n, ws) ==
+    {[type |-> "rollback", part |-> p, start |-> RangeOf(ws, p)[1], delta |-> RangeOf(ws, p)[2]] :
+     p \in {q \in PartsOf(ws) : Updated(n, ws)[q] # counter[n][q]}}
+
 \* Rollback on server n: update(start, delta) per partition, and a rollback record where it applied.
 RollbackOn(n, ws) ==
     /\ counter' = [counter EXCEPT ![n] = Updated(n, ws)]
-    /\ wal' = [wal EXCEPT ![n] = @ \cup
-                {[type |-> "rollback", part |-> p, start |-> RangeOf(ws, p)[1], delta |-> RangeOf(ws, p)[2]] :
-                 p \in {q \in PartsOf(ws) : Updated(n, ws)[q] # counter[n][q]}}]
+    /\ wal' = [wal EXCEPT ![n] = @ \cup RollbackRecords(n, ws)]
 
 \* The counters of partition p that n's WAL makes durable: data records and rollback records.
 WalCounters(n, p) ==
@@ -433,23 +440,31 @@ RecoveryDue(t) ==
        \/ \E n \in alive : InState(n, t, "prepared")
        \/ \E m \in msgs : m.tx = t
 
+\* Does a backup rolling back a recovered transaction apply its counter range? Not in Ignite: the range
+\* reaches a backup with the finish request, which never came, so the backup drops the counters (no
+\* update, no record) and finalize closes the hole at the exchange - if some range above it was applied.
+\* spec/TxCountersFixed.tla proposes TRUE (docs/pme.md, section 9: a rolled-back range handed out again).
+RecoveredRollbackCloses == FALSE
+
 \* Tx recovery after the primary failed: commit only if every tx node is prepared - the near node is
 \* prepared only once it decided commit - else roll back. Backups commit as usual; a backup rolling
-\* back drops the counters (no update, no record): finalize closes the hole at the exchange.
+\* back drops the counters (RecoveredRollbackCloses).
 Recover(t) ==
     /\ RecoveryDue(t)
     /\ LET commit == near[t].state = "committed"
            outcome == IF commit THEN "committed" ELSE "rolledBack"
            prepared == {n \in alive : InState(n, t, "prepared")}
+           applies == commit \/ RecoveredRollbackCloses
            ws(n) == txs[n][t].writes
        IN /\ near' = [near EXCEPT ![t].state = outcome]
           /\ txs' = [n \in Servers |->
                        IF n \in prepared THEN [txs[n] EXCEPT ![t].state = outcome] ELSE txs[n]]
-          /\ IF commit
-             THEN /\ wal' = [n \in Servers |-> IF n \in prepared THEN CommitWal(n, t, ws(n)) ELSE wal[n]]
-                  /\ data' = [n \in Servers |-> IF n \in prepared THEN CommitData(n, t, ws(n)) ELSE data[n]]
-                  /\ counter' = [n \in Servers |-> IF n \in prepared THEN Updated(n, ws(n)) ELSE counter[n]]
-             ELSE UNCHANGED <<wal, data, counter>>
+          /\ wal' = [n \in Servers |->
+                       IF n \notin prepared THEN wal[n]
+                       ELSE IF commit THEN CommitWal(n, t, ws(n))
+                       ELSE IF applies THEN wal[n] \cup RollbackRecords(n, ws(n)) ELSE wal[n]]
+          /\ data' = [n \in Servers |-> IF n \in prepared /\ commit THEN CommitData(n, t, ws(n)) ELSE data[n]]
+          /\ counter' = [n \in Servers |-> IF n \in prepared /\ applies THEN Updated(n, ws(n)) ELSE counter[n]]
     /\ msgs' = {m \in msgs : m.tx # t}
     /\ action' = [name |-> "Recover", tx |-> t]
     /\ UNCHANGED <<alive, restarted, topVer, readyVer, owners>>

@@ -251,7 +251,7 @@ def test_restart_from_a_checkpoint_equals_replaying_the_whole_wal(figure1: Clust
     disk = checkpointed.nodes["s2"].disk
     assert isinstance(disk.wal[2], CheckpointRecord) and disk.replay_from == 3
     gaps = partial.nodes["s2"].counters[0].to_bytes()
-    assert disk.pages is not None and disk.pages.counters[0] == (0, gaps) and gaps is not None
+    assert disk.meta is not None and disk.meta[0] == (0, gaps) and gaps is not None
     with_checkpoint = _restarted(checkpointed, "s2").nodes["s2"]
     without = _restarted(partial.run(["BackupCommit(tx=t1, node=s2)"]), "s2").nodes["s2"]
     assert with_checkpoint.counters == without.counters

@@ -43,7 +43,7 @@ def test_cluster_counters_entries_and_idle_verify() -> None:
             assert obs.nodes[node].coordinator == "s1"
         verdict = h.idle_verify()
         assert not verdict.has_conflicts and "no conflicts" in verdict.text
-        proc, work = h._proc, h.work_dir
+        proc, work = h.process, h.work_dir
     assert proc is not None and proc.poll() is not None, "the JVM must be gone after close"
     assert work is not None and not work.exists(), "the work directory must be removed"
 
@@ -76,8 +76,8 @@ def test_bad_commands_and_a_dead_harness() -> None:
             h.step("NodeFail", node="s9")
         with pytest.raises(HarnessInputError, match="unknown command"):
             h.call("no_such_command")
-        assert h._proc is not None
-        os.kill(h._proc.pid, 9)
+        assert h.process is not None
+        os.kill(h.process.pid, 9)
         with pytest.raises(IgniteError) as died:
             h.observe()
         assert died.value.exit_code == 3

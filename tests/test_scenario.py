@@ -25,10 +25,11 @@ from conformance.scenarios.format import (
     CounterName,
     ErrorName,
     HazelcastStep,
+    NCacheStep,
     ProtocolName,
     schema_text,
 )
-from conformance.scenarios.protocols import HAZELCAST_STEPS, PROTOCOLS
+from conformance.scenarios.protocols import HAZELCAST_STEPS, NCACHE_STEPS, PROTOCOLS
 from conformance.scenarios.result import ScenarioResult
 from conformance.scenarios.views.diagram import mermaid_diagram
 from impl.cluster import STEPS
@@ -131,7 +132,7 @@ def test_the_schema_file_is_generated_from_the_model() -> None:
 def test_the_step_models_take_exactly_the_steps_and_parameters_of_both_protocols() -> None:
     taken: dict[str, tuple[str, ...]] = {}
     for model in STEP_MODELS:
-        if model is HazelcastStep:
+        if model in (HazelcastStep, NCacheStep):
             continue
         params = tuple(p for p in ("tx", "node", "part", "peer") if p in model.model_fields)
         taken.update((tag, params) for tag in get_args(model.model_fields["step"].annotation))
@@ -140,6 +141,7 @@ def test_the_step_models_take_exactly_the_steps_and_parameters_of_both_protocols
     assert all(PME_STEPS[name] == STEPS[name] for name in STEPS.keys() & PME_STEPS.keys())
     # Hazelcast's steps (their parameters are checked per step by the loader); Join is pme's step model.
     assert set(get_args(HazelcastStep.model_fields["step"].annotation)) | {"Join"} == set(HAZELCAST_STEPS)
+    assert set(get_args(NCacheStep.model_fields["step"].annotation)) | {"Join"} == set(NCACHE_STEPS)
 
 
 def test_the_counter_choices_are_tracking_and_every_counter_mutant() -> None:
@@ -604,4 +606,5 @@ def test_every_protocol_has_its_rules_and_an_implementation() -> None:
         "2pc": STEPS,
         "pme": PME_STEPS,
         "hazelcast": HAZELCAST_STEPS,
+        "ncache": NCACHE_STEPS,
     }

@@ -63,6 +63,14 @@ def test_the_pme_scenarios_are_shipped() -> None:
         "wal-truncated-full-rebalance",
         "late-affinity-switch",
         "full-rebalance-sends-key-0",
+        "join-merged-with-left",
+        "moving-renting-moving",
+        "wal-threshold-strict",
+        "rollback-range-reused",
+        "merged-left-keeps-gaps",
+        "all-owners-fail-reactivation",
+        "lost-partition-reactivated",
+        "activation-keeps-gaps",
     }
 
 
@@ -372,7 +380,7 @@ def test_a_step_that_is_not_enabled_stops_the_run_naming_the_enabled_ones(tmp_pa
         (FIGURE2, _set(["steps", 20, "part"], 1), "steps[20].part", "no partition 1"),
         (FIGURE2, _set(["steps", 20, "part"], -1), "steps[20].part", "greater than or equal to 0"),
         (FIGURE2, _set(["steps", 14, "tx"], "t1"), "steps[14].tx", "Extra inputs are not permitted"),
-        (FIGURE2, _set(["protocol"], "3pc"), "protocol", "Input should be '2pc', 'pme' or 'hazelcast'"),
+        (FIGURE2, _set(["protocol"], "3pc"), "protocol", "Input should be '2pc', 'pme', 'hazelcast' or"),
         (FIGURE2, _set(["counter"], "no-out-of-order-tracking"), "counter", "does not run on protocol 'pme'"),
         (
             FIGURE2,
@@ -761,7 +769,8 @@ def test_the_2pc_protocol_has_no_coordinator_and_no_rebalancing(
     damage(data)
     with pytest.raises(TidemarkError, match=message) as error:
         load_scenario(_write(tmp_path, data))
-    assert (error.value.location, error.value.expected) == (location, "\"protocol\": 'pme'")
+    assert error.value.location == location and error.value.expected is not None
+    assert "\"protocol\": 'pme'" in error.value.expected
 
 
 @pytest.mark.parametrize(

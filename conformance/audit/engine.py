@@ -5,7 +5,8 @@
   batches; Spark adds the tasks' per-copy sums up. The rows never pass through the JVM: shipping them
   from Spark's Parquet reader to the Python workers cost more than the whole audit in one process
   (docs/performance.md). Only the per-copy rows reach the driver, so its memory does not grow with the
-  input. On a cluster the executors must see the snapshot's paths (a shared file system).
+  input. On a cluster the snapshot's files are shipped to the executors by the session (ship_files), so
+  they need not share the driver's file system.
 - this process (`copies_here`): the same units and kernel one after the other, the sums folded as they
   come: the benchmark's single-process baseline.
 
@@ -16,7 +17,7 @@ value over its rows (they differ when rows of one copy disagree, which `copy_fig
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import pyarrow as pa
@@ -24,6 +25,7 @@ import pyarrow as pa
 from conformance.audit.kernel import PARTIAL_DDL, PARTIAL_SCHEMA, KernelOptions, partials
 from conformance.audit.snapshot import CellError, Snapshot, Unit, unit_batches, units
 from conformance.errors import TidemarkError
+from conformance.spark import ship_files, shipped_paths
 
 KEYS: Final = ("group", "partition", "node")
 SUMS: Final = ("rows", "entries", "part_hash", "ver_hash")
@@ -133,13 +135,14 @@ def located(snapshot: Snapshot, error: dict[str, Any]) -> TidemarkError:
     return TidemarkError(f"column {error['error_column']}: {error['error']}", source=source, location=where)
 
 
-def _spark_kernel(snapshot: Snapshot, options: KernelOptions) -> Any:
+def _spark_kernel(snapshot: Snapshot, options: KernelOptions, shipped: tuple[str, ...] | None) -> Any:
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        here = snapshot if shipped is None else replace(snapshot, files=shipped_paths(shipped))
         for batch in batches:
             for unit in zip(
                 *(batch.column(c).to_pylist() for c in ("file", "row_group", "first")), strict=True
             ):
-                yield from unit_partials(snapshot, options, unit)
+                yield from unit_partials(here, options, unit)
 
     return run
 
@@ -155,7 +158,7 @@ def copies_on_spark(spark: Any, snapshot: Snapshot, options: KernelOptions) -> p
     slices = max(1, min(len(pieces), 2 * spark.sparkContext.defaultParallelism))
     tasks = spark.sparkContext.parallelize(pieces, slices)
     sums = spark.createDataFrame(tasks, "file int, row_group int, first bigint").mapInArrow(
-        _spark_kernel(snapshot, options), PARTIAL_DDL
+        _spark_kernel(snapshot, options, ship_files(spark, snapshot.files)), PARTIAL_DDL
     )
     table = (
         sums.groupBy(*(F.col(f"`{c}`") for c in (*KEYS, *ERRORS)))

@@ -17,12 +17,16 @@ from conformance.tlc.values import Record, Value, make_function
 
 State = dict[str, Value]
 
-# spec module name -> mapping module (spec/X.tla <-> impl/x.py <-> conformance/mappings/x.py)
+# spec module name -> mapping module (spec/X.tla <-> impl/x.py <-> conformance/mappings/x.py), and its
+# builder when it is not `build` (a variant spec maps onto the same implementation, configured otherwise)
 MAPPINGS = {
     "UpdateCounter": "conformance.mappings.counter",
     "TxCounters": "conformance.mappings.tx_counters",
+    "TxCountersFixed": "conformance.mappings.tx_counters:build_fixed",
     "PME": "conformance.mappings.pme",
     "HazelcastAntiEntropy": "conformance.mappings.hazelcast",
+    "PMEFixed": "conformance.mappings.pme:build_fixed",
+    "NCachePartitionReplica": "conformance.mappings.ncache",
 }
 
 
@@ -76,6 +80,7 @@ def mapping_for(spec: str, constants: Mapping[str, Value], mutant: str | None = 
         raise TidemarkError(
             f"no conformance mapping for spec {spec}", source=spec, expected=f"one of {sorted(MAPPINGS)}"
         )
-    module = importlib.import_module(MAPPINGS[spec])
-    mapping: SpecMapping = module.build(constants, mutant)
+    module_name, _, builder = MAPPINGS[spec].partition(":")
+    module = importlib.import_module(module_name)
+    mapping: SpecMapping = getattr(module, builder or "build")(constants, mutant)
     return mapping

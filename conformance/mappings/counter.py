@@ -129,6 +129,19 @@ class CounterMapping:
             action=state["action"],
         )
 
+    def initial(self) -> CounterCopies:
+        """The spec's Init: every copy's counter new, nothing reserved (a driver's `init`)."""
+        nothing: frozenset[Range] = frozenset()
+        return CounterCopies(
+            counters={c: self.counter_class() for c in self.copies},
+            pending={c: nothing for c in self.copies},
+            done={c: frozenset() for c in self.copies},
+            committed=nothing,
+            rolled_back=nothing,
+            rejoined=frozenset(),
+            action=shared_record(name="Init"),
+        )
+
     def abstract(self, impl: CounterCopies) -> State:
         return {
             "counter": shared_function((copy, counter_value(c)) for copy, c in impl.counters.items()),

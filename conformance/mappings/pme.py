@@ -4,11 +4,14 @@ The 2PC part (alive, restarted, versions, owners, near, txs, counter, data, wal,
 conformance/mappings/tx_counters.py; the exchange and rebalancing variables map one to one onto
 PmeCluster's fields: state (copy states and initial counters), baseline, lost, pending (event kinds),
 singles (the coordinator's single messages), rebal (Demand and Supply messages), crashes, joiners,
-history (where each WAL archive was truncated) and joinOrder (join_order: the live servers, oldest first).
+history (where each WAL archive was truncated), joinOrder (join_order: the live servers, oldest first),
+active, and ckpt (each disk's checkpointed counter meta: lwm and the gaps its bytes hold).
 
-Spec-level rules kept here: MaxFailures bounds NodeFail (the spec counts crashes), BaselineAutoAdjust
-allows BaselineChange, WalTruncation allows TruncateWal, and Done is the spec's terminal step once nothing
-is in flight. The cluster's Checkpoint is a stuttering step of the spec.
+Spec-level rules kept here: MaxFailures bounds NodeFail (the spec counts crashes) and FailAfterDecisions
+holds it back while the client has an undecided transaction, BaselineAutoAdjust
+allows BaselineChange, WalTruncation allows TruncateWal, Checkpoints allows Checkpoint, and Done is the
+spec's terminal step once nothing is in flight. spec/PMEFixed.tla maps onto a cluster with every proposed
+fix on (impl.cluster.Fix).
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from conformance.mappings.tx_counters import (
 )
 from conformance.mutants import PME_MUTANTS, implementation
 from conformance.tlc.values import Record, Value
-from impl.cluster import Cluster, Config, NearState, Step
+from impl.cluster import Cluster, Config, Fix, NearState, Step
+from impl.counter import PartitionUpdateCounter
 from impl.pme import (
     Copy,
     Demand,
@@ -43,6 +47,7 @@ from impl.pme import (
     SuppliedEntry,
     Supply,
 )
+from impl.wal import Disk
 
 
 def _bool(value: Value) -> bool:
@@ -92,19 +97,40 @@ def _rebal_value(m: Demand | Supply) -> Record:
     return Record(type="Supply", entries=entries, last=m.last, upto=m.upto, **common)
 
 
+def _meta_value(meta: Mapping[int, tuple[int, bytes | None]] | None) -> Value:
+    """A disk's checkpointed counter meta as the spec's ckpt[n]: partition -> [lwm, items]."""
+    return shared_function(
+        (p, shared_record(lwm=lwm, items=tuple(PartitionUpdateCounter.from_bytes(lwm, gaps).items)))
+        for p, (lwm, gaps) in (meta or {}).items()
+    )
+
+
+def _meta_of(value: Value) -> dict[int, tuple[int, bytes | None]] | None:
+    meta = {}
+    for p, m in _pairs(value):
+        lwm = _int(_field(m, "lwm"))
+        items = [(_int(i[0]), _int(i[1])) for i in cast(tuple[tuple[int, int], ...], _field(m, "items"))]
+        meta[_int(p)] = (lwm, PartitionUpdateCounter(lwm, None, items).to_bytes())
+    return meta or None
+
+
 class PmeMapping(TxCountersMapping):
     spec = "PME"
+    fixes: frozenset[Fix] = frozenset()
 
     def __init__(self, constants: Mapping[str, Value], cluster_class: type[Cluster]) -> None:
         super().__init__(constants, cluster_class)
         try:
             self.auto_adjust = _bool(constants["BaselineAutoAdjust"])
             self.truncation = _bool(constants["WalTruncation"])
+            self.checkpoints = _bool(constants["Checkpoints"])
+            self.fail_after_decisions = _bool(constants["FailAfterDecisions"])
         except (KeyError, ReplayError) as error:
             raise TidemarkError(
                 f"model constants do not fit PME: {error}",
                 source="PME model",
-                expected="BaselineAutoAdjust, WalTruncation (booleans), WalRebalanceThreshold, BatchSize",
+                expected="BaselineAutoAdjust, WalTruncation, Checkpoints, FailAfterDecisions (booleans), "
+                "WalRebalanceThreshold, BatchSize",
             ) from error
 
     def make_config(self, constants: Mapping[str, Value], **fields: Any) -> Config:
@@ -113,7 +139,7 @@ class PmeMapping(TxCountersMapping):
             batch = _int(constants["BatchSize"])
         except KeyError as error:
             raise ReplayError(f"missing constant {error}") from error
-        return PmeConfig(**fields, wal_rebalance_threshold=threshold, batch_size=batch)
+        return PmeConfig(**fields, wal_rebalance_threshold=threshold, batch_size=batch, fixes=self.fixes)
 
     # --- spec state <-> implementation -------------------------------------------------------------
 
@@ -134,10 +160,14 @@ class PmeMapping(TxCountersMapping):
             }
             for n, parts in _pairs(state["singles"])
         }
+        fields = self.cluster_fields(state)
+        for n, meta in _pairs(state["ckpt"]):
+            node = fields["nodes"][_str(n)]
+            node.disk = Disk(node.disk.wal, _meta_of(meta))
         pme_class = cast(type[PmeCluster], self.cluster_class)
         cluster = pme_class(
             cast(PmeConfig, self.config),
-            **self.cluster_fields(state),
+            **fields,
             states=states,
             baseline=frozenset(_str(n) for n in _set(state["baseline"])),
             lost=frozenset(_int(p) for p in _set(state["lost"])),
@@ -150,6 +180,7 @@ class PmeMapping(TxCountersMapping):
                 _str(n): {_int(p): _int(h) for p, h in _pairs(parts)} for n, parts in _pairs(state["history"])
             },
             join_order=tuple(_str(n) for n in cast(tuple[str, ...], state["joinOrder"])),
+            active=_bool(state["active"]),
         )
         return TxReplay(cluster, state["action"])
 
@@ -184,6 +215,8 @@ class PmeMapping(TxCountersMapping):
             "joiners": shared_set(c.joiners),
             "history": shared_function((n, shared_function(parts.items())) for n, parts in c.history.items()),
             "joinOrder": c.join_order,
+            "active": c.active,
+            "ckpt": shared_function((n, _meta_value(node.disk.meta)) for n, node in c.nodes.items()),
         }
 
     # --- steps ---------------------------------------------------------------------------------------
@@ -196,12 +229,38 @@ class PmeMapping(TxCountersMapping):
         )
 
     def _may_fail(self, cluster: Cluster) -> bool:
-        return cast(PmeCluster, cluster).crashes < self.max_failures
+        decided = all(
+            t.state in (NearState.IDLE, NearState.COMMITTED, NearState.ROLLED_BACK)
+            for t in cluster.near.values()
+        )
+        return cast(PmeCluster, cluster).crashes < self.max_failures and (
+            decided or not self.fail_after_decisions
+        )
 
     def _allowed(self, step: Step, cluster: Cluster) -> bool:
-        switches = {"BaselineChange": self.auto_adjust, "TruncateWal": self.truncation}
-        return super()._allowed(step, cluster) and switches.get(step.name, True)
+        switches = {
+            "BaselineChange": self.auto_adjust,
+            "TruncateWal": self.truncation,
+            "Checkpoint": self.checkpoints,
+        }
+        if step.name in switches:
+            return switches[step.name]
+        return super()._allowed(step, cluster)
+
+    def _stutters(self, name: str) -> bool:
+        return False  # the spec models checkpoints
+
+
+class PmeFixedMapping(PmeMapping):
+    """spec/PMEFixed.tla: the cluster with every proposed fix on."""
+
+    spec = "PMEFixed"
+    fixes = frozenset(Fix)
 
 
 def build(constants: Mapping[str, Value], mutant: str | None = None) -> PmeMapping:
     return PmeMapping(constants, implementation("PME", PME_MUTANTS, PmeCluster, mutant))
+
+
+def build_fixed(constants: Mapping[str, Value], mutant: str | None = None) -> PmeMapping:
+    return PmeFixedMapping(constants, implementation("PMEFixed", PME_MUTANTS, PmeCluster, mutant))

@@ -29,6 +29,7 @@ from conformance.tlc.values import Function, Record, Value
 from impl.cluster import (
     Cluster,
     Config,
+    Fix,
     LocalTx,
     NearState,
     NearTx,
@@ -173,6 +174,7 @@ def _wal_of(value: Value) -> tuple[LoggedRecord, ...]:
 
 class TxCountersMapping:
     spec = "TxCounters"
+    fixes: frozenset[Fix] = frozenset()  # the proposed fixes the spec (a variant) makes
 
     def __init__(self, constants: Mapping[str, Value], cluster_class: type[Cluster]) -> None:
         try:
@@ -211,7 +213,7 @@ class TxCountersMapping:
 
     def make_config(self, constants: Mapping[str, Value], **fields: Any) -> Config:
         """The cluster's Config from the model's servers, owners and transactions."""
-        return Config(**fields)
+        return Config(**fields, fixes=self.fixes)
 
     # --- spec state <-> implementation -------------------------------------------------------------
 
@@ -259,6 +261,10 @@ class TxCountersMapping:
             "network": frozenset(message_of(m) for m in _set(state["msgs"])),
         }
 
+    def initial(self) -> TxReplay:
+        """The spec's Init: the cluster as `Cluster.initial` builds it (a driver's `init`)."""
+        return TxReplay(self.cluster_class.initial(self.config), Record(name="Init"))
+
     def abstract(self, impl: TxReplay) -> State:
         c = impl.cluster
         owner_lists = set(c.owners.values())
@@ -305,7 +311,11 @@ class TxCountersMapping:
 
     def _allowed(self, step: Step, cluster: Cluster) -> bool:
         """The model's bounds on top of the cluster's guards (MaxFailures hides NodeFail)."""
-        return step.name not in STUTTERING and (step.name != "NodeFail" or self._may_fail(cluster))
+        return not self._stutters(step.name) and (step.name != "NodeFail" or self._may_fail(cluster))
+
+    def _stutters(self, name: str) -> bool:
+        """A cluster step that is no spec action (the spec stutters on it)."""
+        return name in STUTTERING
 
     def enabled(self, impl: TxReplay) -> set[Value]:
         cluster = impl.cluster
@@ -320,7 +330,7 @@ class TxCountersMapping:
             if not self._done(impl.cluster):
                 raise ReplayError("Done: a transaction is unfinished or something is in flight")
             return TxReplay(impl.cluster, action)
-        if name in STUTTERING:
+        if self._stutters(name):
             raise ReplayError(f"{name} is not a spec action")
         record = cast(Record, action)
         params: dict[str, str | int] = {p: _str(record[p]) for p in ("tx", "node", "peer") if p in record}
@@ -332,5 +342,18 @@ class TxCountersMapping:
             raise ReplayError(str(error)) from error
 
 
+class TxCountersFixedMapping(TxCountersMapping):
+    """spec/TxCountersFixed.tla: the cluster with Fix.RECOVERY_CLOSES_RANGE on."""
+
+    spec = "TxCountersFixed"
+    fixes = frozenset({Fix.RECOVERY_CLOSES_RANGE})
+
+
 def build(constants: Mapping[str, Value], mutant: str | None = None) -> TxCountersMapping:
     return TxCountersMapping(constants, implementation("TxCounters", CLUSTER_MUTANTS, Cluster, mutant))
+
+
+def build_fixed(constants: Mapping[str, Value], mutant: str | None = None) -> TxCountersMapping:
+    return TxCountersFixedMapping(
+        constants, implementation("TxCountersFixed", CLUSTER_MUTANTS, Cluster, mutant)
+    )

@@ -59,7 +59,7 @@ CounterValue = Annotated[
     int, Field(ge=0, le=MAX_JAVA_LONG, description="an update counter 0..2^63-1 (a Java long)")
 ]
 
-ProtocolName = Literal["2pc", "pme", "hazelcast"]
+ProtocolName = Literal["2pc", "pme", "hazelcast", "ncache"]
 # Hazelcast: a namespace (a map's name, or the non-fragmented namespace "internal").
 Namespace = Annotated[
     str,
@@ -75,7 +75,9 @@ NodeState = Literal["alive", "down", "restarted"]
 # A copy's state; which ones a protocol has is in conformance/scenarios/protocols.py.
 PartitionState = Literal["OWNING", "MOVING", "RENTING", "EVICTED", "LOST", "OFFLINE"]
 # The kinds of topology events a pending exchange handles (impl.pme.Event).
-EventName = Literal["left", "joined", "baseline", "affinity"]
+EventName = Literal["left", "joined", "baseline", "affinity", "activate"]
+# The proposed fixes a pme scenario may turn on (impl.cluster.Fix).
+FixName = Literal["recovery-closes-range", "exchange-raises-hwm", "exchange-closes-uncovered-gaps"]
 # A topology version as "major.minor", e.g. "3.1".
 VersionText = Annotated[str, StringConstraints(pattern=r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")]
 SkippedState = Literal["MOVING", "RENTING", "LOST"]
@@ -176,6 +178,9 @@ class NodeExpectation(_Strict):
         "that wrote it); {} for none",
     )
     permits: int | None = Field(default=None, ge=0, description="hazelcast: the member's free sync permits")
+    replica_of: Name | None = Field(
+        default=None, description="ncache: the member whose partition this node keeps as its replica"
+    )
 
 
 Expectations: TypeAlias = dict[Name, NodeExpectation]
@@ -195,6 +200,27 @@ class IdleVerifyExpectation(_Strict):
         default=None, description="partition -> node -> why its copy was not compared; {} for none"
     )
     lost: list[Partition] | None = Field(default=None, description="the LOST partitions; [] for none")
+
+
+class ExchangeExpectation(_Strict):
+    """pme, on a FullMessage step: what the exchange reported (impl.pme.exchange_report; Ignite logs it)."""
+
+    clean: bool | None = Field(default=None, description="no failed counter update and validation passed")
+    update_failures: dict[Partition, list[Name]] | None = Field(
+        default=None,
+        description="partition -> the servers whose update(max LWM) failed: they applied an update above "
+        "every OWNING copy's LWM (Ignite: 'Failed to update partition counter'); {} for none",
+    )
+    counters_inconsistent: list[Partition] | None = Field(
+        default=None,
+        description="the partitions whose OWNING copies reported different LWMs (Ignite: 'Partitions "
+        "update counters are inconsistent'); [] for none",
+    )
+    sizes_inconsistent: list[Partition] | None = Field(
+        default=None,
+        description="the partitions whose OWNING copies reported different sizes (Ignite: 'Partitions "
+        "cache sizes are inconsistent'); [] for none",
+    )
 
 
 class TopologyExpectation(_Strict):
@@ -244,6 +270,9 @@ class _StepBase(BaseModel):
     topology: TopologyExpectation | None = Field(default=None, description="checked right after this step")
     idle_verify: IdleVerifyExpectation | None = Field(
         default=None, description="pme: checked right after this step against impl.pme.idle_verify"
+    )
+    exchange: ExchangeExpectation | None = Field(
+        default=None, description="pme, on a FullMessage step: what the exchange it completes reported"
     )
 
     @model_validator(mode="after")
@@ -313,10 +342,11 @@ class PmeNodeStep(_StepBase):
     node: Name
 
 
-class BaselineChangeStep(_StepBase):
-    """Protocol pme: the operator sets the baseline to the live servers."""
+class OperatorStep(_StepBase):
+    """Protocol pme: the operator sets the baseline to the live servers (BaselineChange), or activates the
+    cluster after a total outage, once every baseline server is back (Activate)."""
 
-    step: Literal["BaselineChange"]
+    step: Literal["BaselineChange", "Activate"]
 
 
 class PartitionStep(_StepBase):
@@ -374,6 +404,27 @@ class HazelcastStep(_StepBase):
     )
 
 
+class NCacheStep(_StepBase):
+    """Protocol ncache (impl/ncache.py): a client write (or one whose synchronous replication fails), an
+    owner's queued replication, a member leaving, one bucket's state transfer started or ended, an orphaned
+    bucket pulled. Which parameters each step takes is in protocols.NCACHE_STEPS (Join is the pme step of
+    that name: the next server in the servers' order joins)."""
+
+    step: Literal[
+        "Write", "ReplicationFailure", "Replicate", "Leave", "StartTransfer", "EndTransfer", "PullOrphan"
+    ]
+    node: Name | None = Field(default=None, description="Replicate, Leave: the member")
+    key: Key | None = Field(
+        default=None, description="Write: the key (its own hash); its value is the write's number"
+    )
+    bucket: Partition | None = Field(
+        default=None, description="StartTransfer, EndTransfer, PullOrphan: the bucket"
+    )
+    graceful: bool | None = Field(
+        default=None, description="Leave: graceful (the async queue flushed) or abrupt"
+    )
+
+
 ScenarioStep = Annotated[
     TxStartStep
     | TxStep
@@ -381,10 +432,11 @@ ScenarioStep = Annotated[
     | NodeStep
     | ExchangeStep
     | PmeNodeStep
-    | BaselineChangeStep
+    | OperatorStep
     | PartitionStep
     | SupplyStep
-    | HazelcastStep,
+    | HazelcastStep
+    | NCacheStep,
     Field(discriminator="step"),
 ]
 STEP_MODELS: tuple[type[_StepBase], ...] = (
@@ -394,10 +446,11 @@ STEP_MODELS: tuple[type[_StepBase], ...] = (
     NodeStep,
     ExchangeStep,
     PmeNodeStep,
-    BaselineChangeStep,
+    OperatorStep,
     PartitionStep,
     SupplyStep,
     HazelcastStep,
+    NCacheStep,
 )
 # Every step name -> its model.
 STEP_TAGS: dict[str, type[_StepBase]] = {
@@ -407,7 +460,19 @@ STEP_TAGS: dict[str, type[_StepBase]] = {
 STEP_PARAMS: dict[type[_StepBase], tuple[str, ...]] = {
     model: tuple(
         p
-        for p in ("tx", "node", "part", "peer", "ns", "key", "put", "replica", "granted")
+        for p in (
+            "tx",
+            "node",
+            "part",
+            "peer",
+            "ns",
+            "key",
+            "put",
+            "replica",
+            "granted",
+            "bucket",
+            "graceful",
+        )
         if p in model.model_fields
     )
     for model in STEP_MODELS
@@ -465,7 +530,7 @@ class ClusterSection(BaseModel):
         default=None,
         ge=0,
         le=MAX_JAVA_INT,
-        description="pme: historical (WAL) rebalancing only for partitions with at least this many entries "
+        description="pme: historical (WAL) rebalancing only for partitions with more entries than this "
         f"(0..{MAX_JAVA_INT}, default 0)",
     )
     batch_size: int | None = Field(
@@ -484,12 +549,44 @@ class ClusterSection(BaseModel):
         description="hazelcast: replica sync permits per member (max parallel replications; 0 disables "
         "sync; default 10)",
     )
+    sync: bool | None = Field(
+        default=None, description="ncache: synchronous replication (default true; false: asynchronous)"
+    )
     slots: int | None = Field(
         default=None,
         ge=1,
         le=6,
         description="hazelcast: versions per vector, the largest backup index (1..6, default: servers - 1, "
         "at most 6)",
+    )
+
+
+RealSystemName = Literal["ignite", "hazelcast"]
+MAX_NOTE = 1000
+MAX_NOTES = 200
+
+
+class RealSystemNotes(BaseModel):
+    """How the scenario fares on a real system (`tidemark scenario FILE --system NAME`): that it cannot run
+    there and why, or which of its expectations do not hold there and why (docs/real-ignite.md,
+    docs/real-hazelcast.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cannot_run: Annotated[str, StringConstraints(min_length=1, max_length=MAX_NOTE)] | None = Field(
+        default=None,
+        description="why the scenario cannot run on this system at all (e.g. a counter only tidemark has); "
+        f"it is then not run there; at most {MAX_NOTE} characters",
+    )
+    differences: dict[
+        Annotated[str, StringConstraints(min_length=1, max_length=200)],
+        Annotated[str, StringConstraints(min_length=1, max_length=MAX_NOTE)],
+    ] = Field(
+        default_factory=dict,
+        max_length=MAX_NOTES,
+        description="expectation path (e.g. steps[15].expect.s3.counters[0].lwm; * and ? match any text) -> "
+        "why it does not hold on this system: a step the system takes at another moment than the model, "
+        f"or a simplification of the articles; at most {MAX_NOTES}",
     )
 
 
@@ -509,9 +606,19 @@ class ScenarioFile(BaseModel):
         default="2pc",
         description="2pc: impl/cluster.py (2PC with an atomic Exchange); pme: impl/pme.py (the whole "
         "protocol: exchange messages, joins, rebalancing); hazelcast: impl/hazelcast.py (replica versions, "
-        "backups, anti-entropy, replica sync)",
+        "backups, anti-entropy, replica sync); ncache: impl/ncache.py (buckets - as many as partitions -, "
+        "the distribution map, state transfer, replicas)",
     )
     counter: CounterName = Field(default=TRACKING, description="the counter implementation every copy runs")
+    fixes: list[FixName] = Field(
+        default_factory=list,
+        description="pme: proposed fixes the cluster runs with (impl.cluster.Fix; none: Ignite's protocol)",
+    )
+    mutant: Annotated[str, StringConstraints(max_length=MAX_NAME_LENGTH)] | None = Field(
+        default=None,
+        description="pme: run a bug-zoo mutant of impl/pme.py (conformance/mutants.py PME_MUTANTS) instead "
+        "of the correct implementation",
+    )
     cluster: ClusterSection
     steps: list[ScenarioStep] = Field(
         min_length=1, max_length=MAX_STEPS, description=f"the steps in order (1..{MAX_STEPS})"
@@ -520,6 +627,11 @@ class ScenarioFile(BaseModel):
     topology: TopologyExpectation | None = Field(default=None, description="checked after the last step")
     idle_verify: IdleVerifyExpectation | None = Field(
         default=None, description="pme: checked after the last step against impl.pme.idle_verify"
+    )
+    systems: dict[RealSystemName, RealSystemNotes] = Field(
+        default_factory=dict,
+        description="per real system (--system NAME): why the scenario cannot run there, or the expectations "
+        "that do not hold there and why",
     )
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from conformance.errors import TidemarkError
+from conformance.mutants import PME_MUTANTS
 from conformance.scenarios.format import (
     INITIAL_WRITER,
     MAX_FILE_BYTES,
@@ -174,6 +175,14 @@ class ScenarioChecker:
         self.protocol.check_cluster(self)
         for index, step in enumerate(self.scenario.steps):
             self._references(index, step)
+            if step.exchange is not None:
+                self._feature(f"steps[{index}].exchange", "exchange")
+                if step.step != "FullMessage":
+                    raise self.fail(
+                        f"steps[{index}].exchange",
+                        f"{step.step} completes no exchange",
+                        "an exchange expectation on a FullMessage step",
+                    )
             self._expectations(f"steps[{index}]", step.expect, step.topology, step.idle_verify)
         scenario = self.scenario
         self._expectations("", scenario.expect, scenario.topology, scenario.idle_verify)
@@ -196,9 +205,16 @@ class ScenarioChecker:
                 f"counter {self.scenario.counter!r} does not run on protocol {protocol.name!r}",
                 f"one of {protocol.counters}",
             )
-        for knob in ("wal_rebalance_threshold", "batch_size"):
+        for knob in ("wal_rebalance_threshold", "batch_size", "sync"):
             if getattr(self.scenario.cluster, knob) is not None:
                 self._feature(f"cluster.{knob}", knob)
+        if self.scenario.fixes:
+            self._feature("fixes", "fixes")
+        mutant = self.scenario.mutant
+        if mutant is not None:
+            self._feature("mutant", "mutant")
+            if mutant not in PME_MUTANTS:
+                raise self.fail("mutant", f"no mutant {mutant!r}", f"one of {sorted(PME_MUTANTS)}")
 
     def _feature(self, where: str, feature: str) -> None:
         if feature not in self.protocol.features:

@@ -39,12 +39,21 @@ FEATURES: dict[str, str] = {
     "dirty": "has no version vectors (see counters)",
     "entries": "has no namespaces (see data)",
     "permits": "has no replica sync permits",
+    "exchange": "has an atomic Exchange that reports nothing",
+    "fixes": "has no proposed fixes",
+    "mutant": "runs no mutant of impl/pme.py (see counter)",
+    "sync": "has no replication mode to choose (NCache's)",
+    "replica_of": "has no replica chain (NCache's)",
 }
 # What a Hazelcast scenario observes instead of Ignite's counters, copies and transactions.
 HAZELCAST_FEATURES = frozenset(
     {"maps", "max_parallel", "slots", "replica", "versions", "dirty", "entries", "permits"}
 )
-IGNITE_FEATURES = frozenset(FEATURES) - HAZELCAST_FEATURES
+# What an NCache scenario observes: each member's active and replica stores (as the namespaces "active" and
+# "replica" of entries), whose partition it keeps as replica, the coordinator.
+NCACHE_FEATURES = frozenset({"sync", "replica_of", "entries", "coordinator"})
+NCACHE_STORES = ("active", "replica")
+IGNITE_FEATURES = frozenset(FEATURES) - HAZELCAST_FEATURES - {"sync", "replica_of"}
 
 
 class ScenarioProtocol(Protocol):
@@ -161,6 +170,28 @@ _HAZELCAST_PARAMS = ("node", "peer", "ns", "key", "put", "replica", "granted")
 _IGNITE_NODE_FIELDS = ("counters", "data", "partitions", "init", "history", "rebalanced", "txs")
 
 
+def check_params(
+    checker: ScenarioChecker,
+    steps: Mapping[str, tuple[str, ...]],
+    params: tuple[str, ...],
+    optional: Mapping[str, str],
+) -> None:
+    """Every step gives exactly the parameters its protocol's step needs (and the one optional to it)."""
+    for index, step in enumerate(checker.scenario.steps):
+        needed = steps[step.step]
+        given = [p for p in params if getattr(step, p, None) is not None]
+        missing = [p for p in needed if p not in given]
+        extra = [p for p in given if p not in needed and optional.get(step.step) != p]
+        if missing or extra:
+            wrong = missing[0] if missing else extra[0]
+            also = f" (and optionally {optional[step.step]})" if step.step in optional else ""
+            raise checker.fail(
+                f"steps[{index}].{wrong}",
+                f"{step.step} {'needs' if missing else 'takes no'} {wrong}",
+                f"{step.step} with {', '.join(needed)}{also}",
+            )
+
+
 def namespaces(scenario: ScenarioFile) -> list[str]:
     """A Hazelcast scenario's namespaces: its maps and the non-fragmented one."""
     return [*(scenario.cluster.maps or ["map1"]), "internal"]
@@ -196,19 +227,8 @@ class HazelcastProtocol:
             )
         if "internal" in (cluster.maps or []) or len(set(cluster.maps or [])) != len(cluster.maps or []):
             raise checker.fail("cluster.maps", f"maps {cluster.maps}", "distinct names other than internal")
+        check_params(checker, self.steps, _HAZELCAST_PARAMS, {s: "granted" for s in _GRANTING})
         for index, step in enumerate(scenario.steps):
-            needed = self.steps[step.step]
-            given = [p for p in _HAZELCAST_PARAMS if getattr(step, p, None) is not None]
-            missing = [p for p in needed if p not in given]
-            extra = [p for p in given if p not in needed and not (p == "granted" and step.step in _GRANTING)]
-            if missing or extra:
-                wrong = missing[0] if missing else extra[0]
-                raise checker.fail(
-                    f"steps[{index}].{wrong}",
-                    f"{step.step} {'needs' if missing else 'takes no'} {wrong}",
-                    f"{step.step} with {', '.join(needed)}"
-                    + (" (and optionally granted)" if step.step in _GRANTING else ""),
-                )
             for ns in [getattr(step, "ns", None), *(getattr(step, "granted", None) or [])]:
                 if ns is not None and ns not in namespaces(scenario):
                     raise checker.fail(
@@ -238,6 +258,53 @@ class HazelcastProtocol:
 
 _GRANTING = ("BackupAntiEntropy", "SyncRequest")
 
+# NCache's steps (impl/ncache.py) and the parameters each needs.
+NCACHE_STEPS: dict[str, tuple[str, ...]] = {
+    "Join": ("node",),
+    "Write": ("key",),
+    "ReplicationFailure": ("key",),
+    "Replicate": ("node",),
+    "Leave": ("node", "graceful"),
+    "StartTransfer": ("bucket",),
+    "EndTransfer": ("bucket",),
+    "PullOrphan": ("bucket",),
+}
+_NCACHE_PARAMS = ("node", "key", "bucket", "graceful")
+
+
+@dataclass(frozen=True)
+class NCacheProtocol:
+    """NCache's partition-replica topology as impl/ncache.py models it: the first server starts alone, the
+    others join in the servers' order; the partitions are the buckets; the client only writes."""
+
+    name: str
+    steps: Mapping[str, tuple[str, ...]]
+    counters: tuple[str, ...]
+    features: frozenset[str]
+
+    def check_cluster(self, checker: ScenarioChecker) -> None:
+        cluster = checker.scenario.cluster
+        if cluster.backups != 0 or cluster.owners is not None or cluster.initial_data:
+            raise checker.fail(
+                "cluster",
+                "protocol 'ncache' places one replica per member itself and starts empty",
+                "backups 0, no owners, no initial_data",
+            )
+        check_params(checker, self.steps, _NCACHE_PARAMS, {})
+
+    def check_node(self, checker: ScenarioChecker, at: str, node: str, expectation: NodeExpectation) -> None:
+        for field in _IGNITE_NODE_FIELDS:
+            if getattr(expectation, field) is not None:
+                raise checker.fail(
+                    f"{at}.{field}", f"protocol 'ncache' has no {field}", "state, entries, replica_of"
+                )
+        for store in expectation.entries or {}:
+            if store not in NCACHE_STORES:
+                raise checker.fail(
+                    f"{at}.entries.{store}", f"unknown store {store!r}", f"one of {NCACHE_STORES}"
+                )
+
+
 PROTOCOLS: dict[str, ScenarioProtocol] = {
     "2pc": IgniteProtocol(
         name="2pc",
@@ -259,5 +326,8 @@ PROTOCOLS: dict[str, ScenarioProtocol] = {
     ),
     "hazelcast": HazelcastProtocol(
         name="hazelcast", steps=HAZELCAST_STEPS, counters=(TRACKING,), features=HAZELCAST_FEATURES
+    ),
+    "ncache": NCacheProtocol(
+        name="ncache", steps=NCACHE_STEPS, counters=(TRACKING,), features=NCACHE_FEATURES
     ),
 }

@@ -18,8 +18,12 @@ class CounterView(BaseModel):
 
 class EntryView(BaseModel):
     value: str
-    tx: str = Field(description="the transaction that wrote it (the model's value)")
-    cntr: int = Field(description="the update counter of the write")
+    tx: str | None = Field(
+        default=None, description="the transaction that wrote it (the model's value; a real system: by value)"
+    )
+    cntr: int | None = Field(
+        default=None, description="the update counter of the write (None where the system does not show it)"
+    )
 
 
 class RebalanceView(BaseModel):
@@ -129,11 +133,22 @@ class IdleVerifyView(BaseModel):
     lost: list[int] = Field(description="the LOST partitions")
 
 
+class ExchangeView(BaseModel):
+    """impl.pme.exchange_report of an exchange's full message: what Ignite logs when it completes."""
+
+    clean: bool
+    update_failures: dict[int, list[str]] = Field(description="partition -> servers whose update(max) failed")
+    counters_inconsistent: list[int] = Field(description="partitions whose OWNING copies' LWMs differ")
+    sizes_inconsistent: list[int] = Field(description="partitions whose OWNING copies' sizes differ")
+
+
 class ScenarioResult(BaseModel):
     name: str
     description: str
     protocol: str
-    system: str = Field(description="what ran the scenario: impl (tidemark's implementation)")
+    system: str = Field(
+        description="what ran the scenario: impl (tidemark's implementation) or a real system (ignite)"
+    )
     counter: str
     client: str
     servers: list[str]

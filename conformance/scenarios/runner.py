@@ -7,39 +7,54 @@ Each step costs what the step and its expectations ask for: the runner keeps no 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from conformance.scenarios.adapters import SYSTEMS
 from conformance.scenarios.adapters.base import StepFailed, StepRefused, System
-from conformance.scenarios.checks import check, expectation_checks
+from conformance.scenarios.checks import check, exchange_checks, expectation_checks
 from conformance.scenarios.format import ScenarioFile, ScenarioStep, step_text
 from conformance.scenarios.result import Check, MessageEvent, ScenarioResult, TimelineRow
 
 
-def run_scenario(scenario: ScenarioFile, system: str = "impl") -> ScenarioResult:
+def run_scenario(
+    scenario: ScenarioFile,
+    system: str = "impl",
+    *,
+    watch: Callable[[int | None, System], None] | None = None,
+) -> ScenarioResult:
     """Run the steps in order, checking each step's expectations after it and the final ones at the end.
 
     A step that is not possible (or that fails with a named error) stops the run: the scenario fails -
     unless the step says `refused` or names the `error` it must fail with: that is checked, and the run
-    goes on from the state before the step."""
+    goes on from the state before the step. `watch(index, system)` is called at the start (index None)
+    and after each step that ran, refused ones included (conformance/scenarios/compare.py observes there)."""
     with SYSTEMS[system][scenario.protocol](scenario) as run:
         timeline = [timeline_row(None, "initial state", None, [], run)]
+        if watch is not None:
+            watch(None, run)
         checks: list[Check] = []
         failure = None
         for index, entry in enumerate(scenario.steps):
             text = step_text(entry)
             try:
                 shown, events, outcome = _take(index, entry, text, run)
-            except StepRefused:
+            except StepRefused as refused:
                 enabled = ", ".join(run.enabled()) or "none"
-                failure = f"steps[{index}]: {text} is not enabled here; enabled: {enabled}"
+                why = f" ({refused.reason})" if refused.reason else ""
+                failure = f"steps[{index}]: {text} is not enabled here{why}; enabled: {enabled}"
                 break
             except StepFailed as error:
                 failure = f"steps[{index}]: {text} failed: {error}"
                 break
             checks += outcome
             timeline.append(timeline_row(index, shown, entry.note, events, run))
+            if watch is not None:
+                watch(index, run)
             checks += expectation_checks(
                 f"steps[{index}]", entry.expect, entry.topology, entry.idle_verify, run
             )
+            if entry.exchange is not None:
+                checks += exchange_checks(f"steps[{index}].exchange", entry.exchange, run)
         else:
             checks += expectation_checks("", scenario.expect, scenario.topology, scenario.idle_verify, run)
         return ScenarioResult(

@@ -15,25 +15,30 @@ HarnessInputError (exit code 2).
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import random
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from conformance.errors import TidemarkError, ToolError
-from conformance.scratch import forget, scratch_root, watch
+from conformance.scratch import scratch_root, watch
+from conformance.systems.process import (
+    HarnessClient,
+    build_module,
+    free_ports,
+    java_command,
+    options_file,
+)
+from conformance.systems.process import pdeathsig as _pdeathsig
+from conformance.systems.process import stop_jvm as _stop
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 MODULE: Final = ROOT / "systems" / "ignite"
@@ -71,16 +76,22 @@ class PartitionView(_Model):
 
 
 class NodeView(_Model):
-    """A running server's view: ready topology version, coordinator, its copies, the ready assignment."""
+    """A running server's view: topology versions (ready, and the latest discovery event's), the events its
+    unfinished exchanges handle, coordinator, its copies, the ready assignment, the harness's transactions
+    on it (Ignite's TransactionState names) and per partition its WAL history's earliest counter."""
 
     top_ver: str = Field(alias="topVer")
+    disco_ver: str = Field(default="", alias="discoVer")
     exchange_done: bool = Field(alias="exchangeDone")
+    pending: tuple[str, ...] = ()
     coordinator: str | None
     order: int  # join order: the oldest server (lowest order) is the coordinator
     lost: tuple[int, ...] = ()
     rebalance_done: bool = Field(default=True, alias="rebalanceDone")
     partitions: dict[int, PartitionView] = Field(default_factory=dict)
     assignment: dict[int, tuple[str, ...]] = Field(default_factory=dict)
+    txs: dict[str, str] = Field(default_factory=dict)
+    history: dict[int, int] = Field(default_factory=dict)
 
 
 class HashRecord(_Model):
@@ -116,9 +127,20 @@ class TxView(_Model):
 
 
 class Observation(_Model):
-    """Every running server's view after a step, the down servers, the baseline and the transactions."""
+    """Every running server's view after a step, the starting servers' (as far as they are started: None
+    before their caches are), the down servers, the baseline and the client's transactions."""
 
     nodes: dict[str, NodeView]
+    starting: dict[str, NodeView | None] = Field(default_factory=dict)
+
+    @field_validator("starting", mode="before")
+    @classmethod
+    def _not_yet_observable(cls, value: Any) -> Any:
+        """The harness reports no view (only why) for a server not far enough into its start."""
+        if not isinstance(value, dict):
+            return value
+        return {n: None if not v or "unobservable" in v else v for n, v in value.items()}
+
     down: tuple[str, ...] = ()
     baseline: tuple[str, ...] = ()
     txs: dict[str, TxView] = Field(default_factory=dict)
@@ -167,206 +189,48 @@ MESSAGE_STEPS: Final[Mapping[str, str]] = {
 _RECEIVER_IS_NODE: Final = frozenset({"BackupPrepare", "BackupCommit", "BackupRollback", "Prepare", "Commit"})
 
 
-def _pdeathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the JVM gets SIGKILL when this process dies, however it dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    """End of input stops a harness JVM; after 30 s it is killed."""
-    try:
-        if proc.stdin:
-            proc.stdin.close()
-        proc.wait(30)
-    except (OSError, subprocess.TimeoutExpired):
-        proc.kill()
-        proc.wait()
-    forget(proc.pid)
-    if proc.stdout:
-        proc.stdout.close()
-
-
-def _newest(paths: Iterator[Path]) -> float:
-    return max((p.stat().st_mtime for p in paths), default=0.0)
-
-
 def build_harness(version: str = DEFAULT_VERSION, *, maven_repo: Path | None = None) -> Path:
     """Build the harness for this Ignite version unless its jar is newer than the pom and the sources;
     returns the build directory (harness.jar and lib/). Maven's repository is the project's .cache/m2, so
     after the first build everything is offline."""
-    target = MODULE / "target" / version
-    jar = target / "harness.jar"
-    sources = [MODULE / "pom.xml", *(MODULE / "src").rglob("*.java")]
-    if jar.exists() and (target / "lib").is_dir() and jar.stat().st_mtime >= _newest(iter(sources)):
-        return target
-    if shutil.which("mvn") is None or shutil.which("java") is None:
-        raise IgniteError(
-            "building the Ignite harness needs Java >= 17 and Maven on PATH (apt-get install maven)"
-        )
-    repo = maven_repo or ROOT / ".cache" / "m2"
-    cmd = [
-        "mvn",
-        "-B",
-        "-q",
-        f"-Dmaven.repo.local={repo}",
-        f"-Dignite.version={version}",
-        "-DskipTests",
-        "package",
-    ]
-    try:
-        done = subprocess.run(cmd, cwd=MODULE, capture_output=True, text=True, timeout=900, check=False)
-    except subprocess.TimeoutExpired as e:
-        raise IgniteError("building the Ignite harness took more than 15 minutes", source="mvn") from e
-    if done.returncode != 0 or not jar.exists():
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-        raise IgniteError(f"building the Ignite harness (Ignite {version}) failed:\n{tail}", source="mvn")
-    return target
+    return build_module(MODULE, "ignite.version", version, IgniteError, maven_repo=maven_repo)
 
 
 def free_base_port(rng: random.Random | None = None) -> int:
     """A base port with PORTS_PER_HARNESS free ports above it on 127.0.0.1, so harnesses run side by side."""
-    rng = rng or random.Random()
-    for _ in range(50):
-        base = rng.randrange(20000, 60000 - PORTS_PER_HARNESS, PORTS_PER_HARNESS)
-        if all(_port_free(base + i) for i in range(PORTS_PER_HARNESS)):
-            return base
-    raise IgniteError("no free block of loopback ports for the Ignite harness")
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+    return free_ports(PORTS_PER_HARNESS, IgniteError, rng)
 
 
 def jvm_options() -> list[str]:
-    lines = (MODULE / "jvm.options").read_text().splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    return options_file(MODULE)
 
 
-class IgniteHarness:
+class IgniteHarness(HarnessClient):
     """One harness JVM: a real Ignite cluster driven command by command (use as a context manager)."""
 
+    error = IgniteError
+    refused = HarnessInputError
+    prefix = "ignite-"
+
     def __init__(
-        self, version: str = DEFAULT_VERSION, *, timeout: float = 180.0, keep_dir: bool = False
+        self,
+        version: str = DEFAULT_VERSION,
+        *,
+        timeout: float = 180.0,
+        keep_dir: bool = False,
+        heap: str | None = None,
     ) -> None:
-        self.version = version
-        self.timeout = timeout  # seconds one command may take before the harness counts as hung
-        self.keep_dir = keep_dir
-        self.work_dir: Path | None = None
-        self.info: dict[str, Any] = {}
-        self._proc: subprocess.Popen[str] | None = None
-        self._next_id = 0
-        self._stderr: Any = None
+        super().__init__(version, timeout=timeout, keep_dir=keep_dir)
+        self.heap = heap  # the JVM's -Xmx instead of jvm.options' (e.g. "1g")
 
-    def __enter__(self) -> IgniteHarness:
-        self.open()
-        return self
+    def build(self) -> Path:
+        return build_harness(self.version)
 
-    def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def open(self) -> None:
-        target = build_harness(self.version)
-        # In the process's scratch directory (removed however the process ends) unless it is to be kept.
-        self.work_dir = Path(
-            tempfile.mkdtemp(prefix="ignite-", dir=None if self.keep_dir else scratch_root())
-        )
-        (self.work_dir / "tmp").mkdir()
-        classpath = f"{target / 'harness.jar'}{os.pathsep}{target / 'lib' / '*'}"
-        cmd = [
-            "java",
-            *jvm_options(),
-            f"-Djava.io.tmpdir={self.work_dir / 'tmp'}",
-            "-cp",
-            classpath,
-            "tidemark.ignite.Harness",
-            "--work-dir",
-            str(self.work_dir),
-        ]
-        self._stderr = open(self.work_dir / "jvm.stderr", "w")  # noqa: SIM115 - closed in close()
-        try:
-            self._proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._stderr,
-                text=True,
-                bufsize=1,
-                preexec_fn=_pdeathsig,
-            )
-        except OSError as e:
-            self.close()
-            raise IgniteError(f"cannot start java: {e}") from e
-        watch(self._proc.pid, group=False)
-        self.info = self._read_line()
-        if not self.info.get("ready"):
-            self.close()
-            raise IgniteError(f"the harness did not start: {self.info}")
-
-    def _read_line(self) -> dict[str, Any]:
-        assert self._proc is not None and self._proc.stdout is not None
-        result: list[str] = []
-        reader = threading.Thread(target=lambda: result.append(self._proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-        reader.start()
-        reader.join(self.timeout)
-        if reader.is_alive() or not result or not result[0]:
-            hung = reader.is_alive()
-            tail = self.stderr_tail()
-            self.close()
-            what = f"did not answer within {self.timeout:.0f} s" if hung else "exited"
-            raise IgniteError(f"the Ignite harness {what}; its stderr ends with:\n{tail}")
-        try:
-            answer: dict[str, Any] = json.loads(result[0])
-        except json.JSONDecodeError as e:
-            raise IgniteError(f"the harness wrote a line that is not JSON: {result[0][:200]!r}") from e
-        return answer
-
-    def stderr_tail(self, lines: int = 20) -> str:
-        if self.work_dir is None or not (self.work_dir / "jvm.stderr").exists():
-            return ""
-        return "\n".join((self.work_dir / "jvm.stderr").read_text(errors="replace").splitlines()[-lines:])
-
-    def call(self, cmd: str, **args: Any) -> Any:
-        """Send one command; its result, or HarnessInputError / IgniteError."""
-        if self._proc is None or self._proc.stdin is None:
-            raise IgniteError("the Ignite harness is not running")
-        self._next_id += 1
-        line = json.dumps({"id": self._next_id, "cmd": cmd, **args})
-        try:
-            self._proc.stdin.write(line + "\n")
-            self._proc.stdin.flush()
-        except OSError as e:
-            tail = self.stderr_tail()
-            self.close()
-            raise IgniteError(f"the Ignite harness is gone ({e}); its stderr ends with:\n{tail}") from e
-        answer = self._read_line()
-        if answer.get("id") != self._next_id:
-            raise IgniteError(f"the harness answered {answer.get('id')} to command {self._next_id}")
-        if not answer.get("ok"):
-            error = answer.get("error", "unknown error")
-            if answer.get("kind") == "bad_input":
-                raise HarnessInputError(error, source="ignite harness", location=cmd)
-            raise IgniteError(f"{cmd}: {error}", source="ignite harness")
-        return answer.get("result")
-
-    def close(self) -> None:
-        """Stop the JVM (end of input, then kill after 30 s) and remove the work directory."""
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            _stop(proc)
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
-        if self.work_dir is not None and not self.keep_dir:
-            shutil.rmtree(self.work_dir, ignore_errors=True)
-            self.work_dir = None
+    def command(self, target: Path, work_dir: Path) -> list[str]:
+        options = jvm_options()
+        if self.heap is not None:
+            options = [o for o in options if not o.startswith("-Xm")] + [f"-Xmx{self.heap}"]
+        return java_command(target, options, work_dir, "tidemark.ignite.Harness", "--work-dir", str(work_dir))
 
     # --- the cluster -----------------------------------------------------------------------------------
 
@@ -379,22 +243,34 @@ class IgniteHarness:
         wal_rebalance_threshold: int | None = None,
         loss_policy: str = "READ_WRITE_SAFE",
         checkpoints: bool = True,
+        order: list[str] | None = None,
+        rebalance_batch_bytes: int = 0,
+        base_port: int | None = None,
     ) -> dict[str, Any]:
-        """Servers s1..sN and client c1, persistence on, cache `tidemark` (TRANSACTIONAL, FULL_SYNC), active,
-        baseline = the servers. Checkpoints run only when forced (and before a rebalanced copy owns); a
-        failed server has them disabled just before it stops. `checkpoints` False disables them everywhere."""
+        """Servers s1..sN (started in `order`, default by number: the first is the oldest and coordinates)
+        and client c1, persistence on, cache `tidemark` (TRANSACTIONAL, FULL_SYNC), active, baseline = the
+        servers. Checkpoints run only when forced (and before a rebalanced copy owns); a failed server has
+        them disabled just before it stops. `checkpoints` False disables them everywhere.
+        `rebalance_batch_bytes` > 0: supply messages of about that many bytes, one in flight at a time."""
         args: dict[str, Any] = {
+            "order": order or [],
+            "rebalance_batch_bytes": rebalance_batch_bytes,
             "servers": servers,
             "partitions": partitions,
             "backups": servers - 1 if backups is None else backups,
             "loss_policy": loss_policy,
             "checkpoints": checkpoints,
-            "base_port": free_base_port(),
+            "base_port": free_base_port() if base_port is None else base_port,
         }
         if wal_rebalance_threshold is not None:
             args["wal_rebalance_threshold"] = wal_rebalance_threshold
         result: dict[str, Any] = self.call("start", **args)
         return result
+
+    def reset(self) -> None:
+        """Stop every node and forget the cluster (its persistence directories are deleted): the next
+        `start` runs a fresh cluster in the same JVM."""
+        self.call("reset")
 
     def observe(self, *, entries: bool = True, idle_verify: bool = False) -> Observation:
         return Observation.model_validate(self.call("observe", entries=entries, idle_verify=idle_verify))

@@ -349,6 +349,103 @@ def all_owners_fail(h: IgniteHarness) -> Record:
     return r.record
 
 
+# --- h. a node-left merged into a join exchange leaves the survivors' gaps ---------------------------------
+
+
+def merged_left_gaps(h: IgniteHarness) -> Record:
+    """3 servers, 2 backups. B1 fails and the exchange completes. t1 (key 2, counter 3) is prepared on the
+    primary P only (its prepare request to B2 held); t2 (key 3, counter 4) commits on P and B2, so B2 has a
+    gap at 3. B1 restarts: its join exchange waits for t1. P fails: the node-left merges into the join
+    exchange, which finalizes nothing. Does B2 keep its gap, is B1 (restored with LWM 2, without t2) kept
+    OWNING, and does the new primary hand out counter 4 again?"""
+    r = Run(h, "merged-left-keeps-gaps")
+    h.start(3, partitions=1, backups=2)
+    first = r.step("put keys 0, 1", lambda: h.call("put", writes={"0": "a0", "1": "a1"}))
+    primary, b1, b2 = roles(first)
+    crd = next(iter(h.observe().nodes.values())).coordinator
+    r.record["roles"] = {"P": primary, "B1": b1, "B2": b2, "coordinator": crd}
+    r.step(f"NodeFail {b1} (B1)", lambda: h.step("NodeFail", node=b1))
+    r.step("exchange done", lambda: h.await_exchange())
+    h.hold_step("BackupPrepare", tx="t1", node=b2)
+    r.step("TxStart t1 key 2", lambda: h.step("TxStart", tx="t1", keys={2: "t1"}))
+    r.step("TxCommit t1 (prepare to B2 held)", lambda: h.step("TxCommit", tx="t1", wait_ms=2000))
+    r.step("TxStart t2 key 3", lambda: h.step("TxStart", tx="t2", keys={3: "t2"}))
+    gap = r.step("TxCommit t2", lambda: h.step("TxCommit", tx="t2"))
+    r.step(f"Restart {b1} (join exchange waits for t1)", lambda: h.step("Restart", node=b1, wait_ms=3000))
+    r.step(f"NodeFail {primary} (P, during the join exchange)", lambda: h.step("NodeFail", node=primary))
+    h.call("unblock")
+    r.step(f"{b1} started", lambda: h.call("await_start", node=b1, wait_ms=60000))
+    merged = r.step("exchange done", lambda: h.await_exchange())
+    r.log(
+        "exchange",
+        r"Merge exchange future|try merge|finishExchangeOnCoordinator|Failed to update|inconsisten|"
+        r"validation has",
+        30,
+    )
+    r.step("TxStart t3 key 4", lambda: h.step("TxStart", tx="t3", keys={4: "t3"}))
+    r.step("TxCommit t3", lambda: h.step("TxCommit", tx="t3"))
+    r.step("TxStart t4 key 5", lambda: h.step("TxStart", tx="t4", keys={5: "t4"}))
+    r.step("TxCommit t4", lambda: h.step("TxCommit", tx="t4"))
+    final = r.step("rebalanced", lambda: h.await_rebalance())
+    verdict = h.idle_verify()
+    r.record["idle_verify"] = verdict.text
+    r.record["demands"] = [d.model_dump(by_alias=True) for d in h.demands()]
+    before = gap.copy_of(b2) if gap else None
+    after = merged.copy_of(b2) if merged else None
+    r.check("B2 had a gap at counter 3", before is not None and before.lwm == 2 and bool(before.gaps))
+    r.check("B2 keeps the gap after the merged exchange", after is not None and bool(after.gaps))
+    r.check("B1 was not rebalanced", not any(d.demander == b1 for d in h.demands()))
+    r.check("B1 has t2's key 3 at the end", entries(final, b1).get(3) == "t2")
+    r.check("idle_verify clean", not verdict.has_conflicts)
+    r.log("end", r"inconsisten|Partition states validation|conflict|Failed to update|Starting rebalance", 20)
+    return r.record
+
+
+# --- i. a total outage leaves a primary's gap: the activation keeps a copy without an update ----------------
+
+
+def activation_gaps(h: IgniteHarness) -> Record:
+    """3 servers, 2 backups. B1 fails and the exchange completes. t1 (key 2, counter 3) is prepared on the
+    primary P only (its prepare request to B2 held, no commit decided); t2 (key 3, counter 4) commits on P
+    and B2: both have a gap at 3. Then every server stops (B2, then P; tx recovery's messages dropped). The
+    model loses t2 on B1 when nothing decides t1 between the two stops (the gap survives the outage and
+    hides t2 from the activation): does Ignite decide t1 first, and is B1 rebalanced?"""
+    r = Run(h, "activation-keeps-gaps")
+    h.start(3, partitions=1, backups=2)
+    first = r.step("put keys 0, 1", lambda: h.call("put", writes={"0": "a0", "1": "a1"}))
+    primary, b1, b2 = roles(first)
+    r.record["roles"] = {"P": primary, "B1": b1, "B2": b2}
+    r.step(f"NodeFail {b1} (B1)", lambda: h.step("NodeFail", node=b1))
+    r.step("exchange done", lambda: h.await_exchange())
+    h.hold_step("BackupPrepare", tx="t1", node=b2)
+    r.step("TxStart t1 key 2", lambda: h.step("TxStart", tx="t1", keys={2: "t1"}))
+    r.step("TxPrepare t1 (prepare to B2 held)", lambda: h.step("TxPrepare", tx="t1", wait_ms=2000))
+    r.step("TxStart t2 key 3", lambda: h.step("TxStart", tx="t2", keys={3: "t2"}))
+    gap = r.step("TxCommit t2", lambda: h.step("TxCommit", tx="t2"))
+    h.block("GridCacheTxRecoveryRequest", drop=True)
+    h.block("GridCacheTxRecoveryResponse", drop=True)
+    r.step("outage: every server stops", lambda: h.call("outage"))
+    h.call("unblock")
+    for n in (primary, b1, b2):
+        h.step("Restart", node=n, wait_ms=2000)  # a lone server waits for the others of the baseline
+    for n in (primary, b1, b2):
+        h.call("await_start", node=n, wait_ms=60_000)
+    activated = r.step("activate", lambda: h.call("activate"))
+    final = r.step("rebalanced", lambda: h.await_rebalance(30_000))
+    r.log("activation", r"Failed to update|inconsisten|validation has|Starting rebalance routine|recover", 30)
+    verdict = h.idle_verify()
+    r.record["idle_verify"] = verdict.text
+    r.record["demands"] = [d.model_dump(by_alias=True) for d in h.demands()]
+    at_gap = gap.copy_of(primary) if gap else None
+    back = activated.copy_of(primary) if activated else None
+    r.check("P had a gap at counter 3", at_gap is not None and at_gap.lwm == 2 and bool(at_gap.gaps))
+    r.check("P keeps the gap after the activation", back is not None and back.lwm == 2 and bool(back.gaps))
+    r.check("B1 was rebalanced", any(d.demander == b1 for d in h.demands()))
+    r.check("B1 has t2's key 3 at the end", entries(final, b1).get(3) == "t2")
+    r.check("idle_verify clean", not verdict.has_conflicts)
+    return r.record
+
+
 FINDINGS: dict[str, Callable[[IgniteHarness], Record]] = {
     "key-zero-full-rebalance": key_zero,
     "wal-threshold-equal": lambda h: threshold(h, 4),
@@ -358,6 +455,8 @@ FINDINGS: dict[str, Callable[[IgniteHarness], Record]] = {
     "join-merged-with-left": join_with_left,
     "moving-renting-moving": renting_again,
     "all-owners-fail": all_owners_fail,
+    "merged-left-keeps-gaps": merged_left_gaps,
+    "activation-keeps-gaps": activation_gaps,
 }
 
 

@@ -10,8 +10,15 @@ from __future__ import annotations
 from conformance.scenarios.adapters.base import System
 from conformance.scenarios.adapters.cluster import ClusterSystem
 from conformance.scenarios.adapters.hazelcast import HazelcastSystem
+from conformance.scenarios.adapters.hazelcast_real import RealHazelcastSystem
+from conformance.scenarios.adapters.ignite import IgniteSystem
+from conformance.scenarios.adapters.ncache import NCacheSystem
 from conformance.scenarios.adapters.pme import PmeSystem
 
 SYSTEMS: dict[str, dict[str, type[System]]] = {
-    "impl": {"2pc": ClusterSystem, "pme": PmeSystem, "hazelcast": HazelcastSystem},
+    "impl": {"2pc": ClusterSystem, "pme": PmeSystem, "hazelcast": HazelcastSystem, "ncache": NCacheSystem},
+    # Apache Ignite 2.x through the systems/ignite harness: one adapter plays both protocols' steps.
+    "ignite": {"2pc": IgniteSystem, "pme": IgniteSystem},
+    # Hazelcast 5.x members through the systems/hazelcast harness.
+    "hazelcast": {"hazelcast": RealHazelcastSystem},
 }

@@ -17,6 +17,7 @@ from typing import NamedTuple, Self
 from conformance.scenarios.format import NodeState, PartitionState, ScenarioFile, ScenarioStep
 from conformance.scenarios.result import (
     CounterView,
+    ExchangeView,
     IdleVerifyView,
     MessageEvent,
     NodeSnapshot,
@@ -27,7 +28,11 @@ from conformance.scenarios.result import (
 
 
 class StepRefused(Exception):
-    """The step is not possible in this state; nothing changed."""
+    """The step is not possible in this state; nothing changed. A real system says why (`reason`)."""
+
+    def __init__(self, message: str = "", reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class StepFailed(Exception):
@@ -116,6 +121,10 @@ class System(ABC):
     def rebalanced(self, node: str, part: int) -> RebalanceView | None:
         raise NotImplementedError(f"{type(self).__name__} does not rebalance")
 
+    def exchange(self) -> ExchangeView | None:
+        """The report of the last exchange completed by a full message (None before the first)."""
+        raise NotImplementedError(f"{type(self).__name__} has an atomic Exchange that reports nothing")
+
     def idle_verify(self) -> IdleVerifyView | None:
         """idle_verify's report; None for a protocol without it."""
         return None
@@ -137,6 +146,12 @@ class System(ABC):
 
     def permits(self, node: str) -> int:
         raise NotImplementedError(f"{type(self).__name__} has no replica sync permits")
+
+    # NCache's: the member whose partition a node keeps as replica (its stores are `entries` "active" and
+    # "replica").
+
+    def replica_of(self, node: str) -> str | None:
+        raise NotImplementedError(f"{type(self).__name__} has no replica chain")
 
     # --- the end -----------------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from conformance.scenarios.result import CounterView, MessageEvent, NodeSnapshot
 from impl.hazelcast import (
     AntiEntropy,
     Backup,
+    Data,
     HazelcastCluster,
     HazelcastConfig,
     Message,
@@ -41,17 +42,53 @@ def _entries(entries: Iterable[tuple[int, int]]) -> str:
     return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(entries)) + "}"
 
 
+def message_label(
+    kind: str,
+    replica: int,
+    ns: str | None = None,
+    key: int | None = None,
+    value: int | None = None,
+    versions: Iterable[int] | None = None,
+    carried: Iterable[tuple[str, int]] = (),
+    namespaces: Iterable[str] = (),
+    data: Iterable[tuple[int, int]] | None = None,
+) -> str:
+    """A message as the diagram shows it, on tidemark's implementation and on a real system alike."""
+    vector = "" if versions is None else f" v{_vector(versions)}"
+    if kind == "backup":
+        return f"Backup r{replica} {ns}[{key}]={value}{vector}"
+    if kind == "anti_entropy":
+        shown = ", ".join(f"{n} {v}" for n, v in carried) or "no fragments"
+        return f"AntiEntropy r{replica} {shown}"
+    if kind == "sync_response":
+        return f"SyncResponse r{replica} {ns}{'' if data is None else ' ' + _entries(data)}{vector}"
+    title = "SyncRequest" if kind == "sync_request" else "SyncRetry"
+    return f"{title} r{replica} {{{', '.join(sorted(namespaces))}}}"
+
+
 def label(m: Message) -> str:
-    """A message as the diagram shows it: its kind and what it carries."""
+    """A message of impl/hazelcast.py as the diagram shows it."""
     if isinstance(m, Backup):
-        return f"Backup r{m.replica} {m.ns}[{m.key}]={m.value} v{_vector(m.versions)}"
+        return message_label("backup", m.replica, m.ns, m.key, m.value, m.versions)
     if isinstance(m, AntiEntropy):
-        carried = ", ".join(f"{ns} {v}" for ns, v in m.versions) or "no fragments"
-        return f"AntiEntropy r{m.replica} {carried}"
+        return message_label("anti_entropy", m.replica, carried=m.versions)
     if isinstance(m, SyncResponse):
-        return f"SyncResponse r{m.replica} {m.ns} {_entries(m.data)} v{_vector(m.versions)}"
-    kind = "SyncRequest" if isinstance(m, SyncRequest) else "SyncRetry"
-    return f"{kind} r{m.replica} {{{', '.join(sorted(m.namespaces))}}}"
+        return message_label("sync_response", m.replica, m.ns, versions=m.versions, data=m.data)
+    kind = "sync_request" if isinstance(m, SyncRequest) else "sync_retry"
+    return message_label(kind, m.replica, namespaces=m.namespaces)
+
+
+def copy_text(
+    index: int, permits: int, fragments: Iterable[tuple[str, list[int] | tuple[int, ...] | None, bool, Data]]
+) -> str:
+    """A member's copy as the timeline shows it: its replica index and free permits, then per namespace its
+    versions (dirty or not) and entries, one line each."""
+    role = "owner" if index == 0 else f"replica {index}" if index > 0 else "no replica"
+    lines = [f"{role}, permits {permits}"]
+    for ns, versions, dirty, entries in fragments:
+        shown = "no versions" if versions is None else f"v{_vector(versions)}" + (" dirty" if dirty else "")
+        lines.append(f"{ns} {shown} {_entries(entries.items())}")
+    return "\n".join(lines)
 
 
 def _unheld(m: Message) -> Message:
@@ -184,16 +221,11 @@ class HazelcastSystem(System):
         """The member's replica index, free permits and fragments, one line each."""
         c = self.cluster
         state = c.members[node]
-        index = c.index_of(node)
-        lines = [
-            ("owner" if index == 0 else f"replica {index}" if index > 0 else "no replica")
-            + f", permits {state.permits}"
-        ]
+        fragments = []
         for ns in sorted(set(state.versions) | set(state.data)):
             f = state.versions.get(ns)
-            versions = f"v{_vector(f.versions)}" + (" dirty" if f.dirty else "") if f else "no versions"
-            lines.append(f"{ns} {versions} {_entries(c.data_of(node, ns).items())}")
-        return "\n".join(lines)
+            fragments.append((ns, f.versions if f else None, bool(f and f.dirty), c.data_of(node, ns)))
+        return copy_text(c.index_of(node), state.permits, fragments)
 
     def snapshot(self) -> Snapshot:
         nodes = {
@@ -256,16 +288,21 @@ class HazelcastSystem(System):
     # --- the end -----------------------------------------------------------------------------------------
 
     def node_view(self, node: str) -> NodeView:
-        held = self.cluster.index_of(node) >= 0 or node not in self.cluster.alive
-        return NodeView(
-            **self.snapshot().nodes[node].model_dump(),
-            data={},
-            partitions={0: self.partition_state(node, 0)} if held else {},
-            txs={},
-        )
+        return member_view(self, node, self.cluster.index_of(node) >= 0 or node not in self.cluster.alive)
 
     def client_txs(self) -> dict[str, str]:
         return {}
+
+
+def member_view(system: System, node: str, held: bool) -> NodeView:
+    """A member's view for the timeline: its state and, when it holds a replica of partition 0 (`held`; or
+    is down), that partition's state; Hazelcast has no transactions here."""
+    return NodeView(
+        **system.snapshot().nodes[node].model_dump(),
+        data={},
+        partitions={0: system.partition_state(node, 0)} if held else {},
+        txs={},
+    )
 
 
 def _step_text(step: Step) -> str:

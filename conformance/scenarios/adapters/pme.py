@@ -12,18 +12,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
+from conformance.mutants import PME_MUTANTS
 from conformance.scenarios.adapters.cluster import ClusterSystem, Kind, version_text
 from conformance.scenarios.format import PartitionState, ScenarioFile
 from conformance.scenarios.result import (
+    ExchangeView,
     IdleVerifyView,
     MessageEvent,
     NodeView,
     RebalanceView,
     VerifiedCounter,
 )
-from impl.cluster import Cluster, Config, Step
+from impl.cluster import Cluster, Config, Fix, Step
 from impl.pme import (
     Demand,
+    ExchangeReport,
     Mode,
     PartInfo,
     PartState,
@@ -31,6 +34,7 @@ from impl.pme import (
     PmeConfig,
     RebalanceMessage,
     Supply,
+    exchange_report,
     idle_verify,
 )
 
@@ -47,7 +51,7 @@ def _single_label(infos: Mapping[int, PartInfo]) -> str:
 def _full_label(before: PmeCluster, after: PmeCluster) -> str:
     """The full message: its version and per partition the maximum LWM every copy takes, or LOST."""
     parts = "".join(
-        f" p{p} LOST" if p in after.lost else f" p{p} lwm {before._max_lwm(p)}"
+        f" p{p} LOST" if p in after.lost else f" p{p} lwm {before._full_counter(p)}"
         for p in range(after.config.partitions)
     )
     return f"FullMessage ver {version_text(after.ready_ver)}{parts}"
@@ -67,6 +71,15 @@ def _rebalance_label(message: RebalanceMessage) -> str:
     return f"Supply p{message.part} {message.mode.value} {carried}" + (" (last)" if message.last else "")
 
 
+def _exchange_view(report: ExchangeReport) -> ExchangeView:
+    return ExchangeView(
+        clean=report.clean,
+        update_failures={p: list(nodes) for p, nodes in sorted(report.update_failures.items())},
+        counters_inconsistent=sorted(report.counters_inconsistent),
+        sizes_inconsistent=sorted(report.sizes_inconsistent),
+    )
+
+
 class PmeSystem(ClusterSystem):
     """A scenario of protocol pme run on impl.pme.PmeCluster."""
 
@@ -77,9 +90,11 @@ class PmeSystem(ClusterSystem):
         # (demander, partition) -> the rebalancing its first Demand started, and the last one completed.
         self._rebalancing: dict[tuple[str, int], RebalanceView] = {}
         self._rebalanced: dict[tuple[str, int], RebalanceView] = {}
+        self._exchange: ExchangeView | None = None
 
     def _cluster_class(self) -> type[Cluster]:
-        return PmeCluster
+        mutant = self.scenario.mutant
+        return PmeCluster if mutant is None else PME_MUTANTS[mutant]
 
     def _config(self) -> Config:
         base, cluster = super()._config(), self.scenario.cluster
@@ -87,6 +102,7 @@ class PmeSystem(ClusterSystem):
             base.servers,
             base.owners,
             base.transactions,
+            fixes=frozenset(Fix(f) for f in self.scenario.fixes),
             wal_rebalance_threshold=cluster.wal_rebalance_threshold or 0,
             batch_size=cluster.batch_size or 1,
         )
@@ -95,6 +111,8 @@ class PmeSystem(ClusterSystem):
         """A rebalancing starts with a Demand sent by any step but Rebalance (which sends the next Demand
         of one in progress) and completes when the last batch is applied."""
         assert isinstance(before, PmeCluster) and isinstance(after, PmeCluster)
+        if step.name == "FullMessage":
+            self._exchange = _exchange_view(exchange_report(before))
         if step.name != "Rebalance":
             for m in after.rebal - before.rebal:
                 if isinstance(m, Demand):
@@ -186,6 +204,9 @@ class PmeSystem(ClusterSystem):
 
     def rebalanced(self, node: str, part: int) -> RebalanceView | None:
         return self._rebalanced.get((node, part))
+
+    def exchange(self) -> ExchangeView | None:
+        return self._exchange
 
     def idle_verify(self) -> IdleVerifyView:
         report = idle_verify(self.cluster)

@@ -19,7 +19,7 @@ def mermaid_text(text: str) -> str:
 
 
 # Protocols whose servers keep nothing across a crash (Hazelcast's members hold their data in memory).
-MEMORY_ONLY = ("hazelcast",)
+MEMORY_ONLY = ("hazelcast", "ncache")
 
 
 def _state_text(before: NodeSnapshot, after: NodeSnapshot, protocol: str) -> str | None:

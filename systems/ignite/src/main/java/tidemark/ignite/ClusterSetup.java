@@ -26,24 +26,35 @@ final class ClusterSetup {
     /** Ports per harness: discovery at base..base+19, communication at base+20..base+39. */
     static final int PORT_RANGE = 20;
 
+    /** The servers s1..sN in the order they start (the first is the oldest: it coordinates). */
     final List<String> servers = new ArrayList<>();
     final int partitions;
     final int backups;
     final Integer walRebalanceThreshold;
     final PartitionLossPolicy lossPolicy;
     final boolean checkpoints;
+    /** CacheConfiguration.rebalanceBatchSize in bytes; 0 for Ignite's default (512 KiB). */
+    final int rebalanceBatchBytes;
     final int basePort;
     final Path workDir;
 
     ClusterSetup(JsonObject args, Path workDir) {
         int count = Json.intOr(args, "servers", 3);
+        List<String> order = Json.strings(args, "order");
         for (int i = 1; i <= count; i++)
             servers.add("s" + i);
+        if (!order.isEmpty()) {
+            if (order.size() != count || !order.containsAll(servers))
+                throw new IllegalArgumentException("order must list s1..s" + count + " once each, got " + order);
+            servers.clear();
+            servers.addAll(order);
+        }
         partitions = Json.intOr(args, "partitions", 1);
         backups = Json.intOr(args, "backups", count - 1);
         walRebalanceThreshold = args.has("wal_rebalance_threshold") ? args.get("wal_rebalance_threshold").getAsInt() : null;
         lossPolicy = PartitionLossPolicy.valueOf(Json.strOr(args, "loss_policy", "READ_WRITE_SAFE"));
         checkpoints = Json.boolOr(args, "checkpoints", true);
+        rebalanceBatchBytes = Json.intOr(args, "rebalance_batch_bytes", 0);
         basePort = Json.intOr(args, "base_port", 47500);
         this.workDir = workDir;
         if (partitions < 1 || partitions > 65000 || backups < 0 || count < 1 || count > PORT_RANGE - 2)
@@ -51,12 +62,18 @@ final class ClusterSetup {
     }
 
     CacheConfiguration<Integer, String> cache() {
-        return new CacheConfiguration<Integer, String>(CACHE)
+        CacheConfiguration<Integer, String> cfg = new CacheConfiguration<Integer, String>(CACHE)
             .setAtomicityMode(CacheAtomicityMode.TRANSACTIONAL)
             .setWriteSynchronizationMode(CacheWriteSynchronizationMode.FULL_SYNC)
             .setBackups(backups)
             .setPartitionLossPolicy(lossPolicy)
             .setAffinity(new RendezvousAffinityFunction(false, partitions));
+        if (rebalanceBatchBytes > 0) {
+            // Small batches, each sent only once the demander asked for it: one supply message per batch.
+            cfg.setRebalanceBatchSize(rebalanceBatchBytes);
+            cfg.setRebalanceBatchesPrefetchCount(1);
+        }
+        return cfg;
     }
 
     IgniteConfiguration node(String name, boolean client, MessageControl control, LogCapture logs) {
@@ -89,6 +106,7 @@ final class ClusterSetup {
             .setDiscoverySpi(disco)
             .setCommunicationSpi(comm)
             .setGridLogger(logs.logger(name))
+            .setLifecycleBeans(new Starting(name))
             .setFailureHandler(new StopNodeFailureHandler())
             .setFailureDetectionTimeout(10_000)
             .setClientConnectorConfiguration(null)

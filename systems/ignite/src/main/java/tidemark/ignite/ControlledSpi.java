@@ -1,16 +1,18 @@
 package tidemark.ignite;
 
-import org.apache.ignite.IgniteException;
+import java.util.UUID;
 import org.apache.ignite.cluster.ClusterNode;
 import org.apache.ignite.internal.managers.communication.GridIoMessage;
-import org.apache.ignite.lang.IgniteInClosure;
+import org.apache.ignite.lang.IgniteRunnable;
 import org.apache.ignite.plugin.extensions.communication.Message;
-import org.apache.ignite.spi.IgniteSpiException;
+import org.apache.ignite.spi.communication.CommunicationListener;
 import org.apache.ignite.spi.communication.tcp.TcpCommunicationSpi;
 
 /**
- * The public TCP communication SPI with one hook: every message a node sends passes through the shared
- * {@link MessageControl} first, which lets it through, holds it for a later release, or drops it.
+ * The public TCP communication SPI with one hook on the receiving side: every message a node receives
+ * passes through the shared {@link MessageControl} before Ignite sees it, which lets it through, holds it
+ * for a later release, or drops it. Holding at the receiver is what a network does: a message the sender
+ * sent before it failed still arrives (when released), and one to a node that failed is lost with it.
  */
 final class ControlledSpi extends TcpCommunicationSpi {
     private final String node;
@@ -21,15 +23,21 @@ final class ControlledSpi extends TcpCommunicationSpi {
         this.control = control;
     }
 
-    @Override public void sendMessage(ClusterNode dest, Message msg, IgniteInClosure<IgniteException> ackC)
-        throws IgniteSpiException {
-        Message inner = msg instanceof GridIoMessage ? ((GridIoMessage)msg).message() : msg;
-        String to = String.valueOf(dest.consistentId());
-        if (control.intercept(this, node, to, inner, () -> super.sendMessage(dest, msg, ackC)))
-            super.sendMessage(dest, msg, ackC);
-    }
+    @Override public void setListener(CommunicationListener<Message> lsnr) {
+        super.setListener(lsnr == null ? null : new CommunicationListener<Message>() {
+            @Override public void onMessage(UUID sender, Message msg, IgniteRunnable msgC) {
+                Message inner = msg instanceof GridIoMessage ? ((GridIoMessage)msg).message() : msg;
+                String from = control.nodeName(sender, () -> {
+                    ClusterNode n = getSpiContext().node(sender);
+                    return n == null ? null : String.valueOf(n.consistentId());
+                });
+                if (control.intercept(from, node, inner, () -> lsnr.onMessage(sender, msg, msgC)))
+                    lsnr.onMessage(sender, msg, msgC);
+            }
 
-    @Override public void sendMessage(ClusterNode dest, Message msg) throws IgniteSpiException {
-        sendMessage(dest, msg, null);
+            @Override public void onDisconnected(UUID sender) {
+                lsnr.onDisconnected(sender);
+            }
+        });
     }
 }

@@ -173,10 +173,24 @@ public final class Harness {
                     Json.strOr(c, "from", null), Json.strOr(c, "to", null), Json.strOr(c, "tx", null));
                 JsonArray sent = new JsonArray();
                 for (MessageControl.Held h : control.take(ids)) {
-                    h.send().run();
+                    h.deliver().run();
                     sent.add(h.json());
                 }
                 return sent;
+            }
+            case "reset":
+                return nodes.reset();
+            case "truncate_wal":
+                return nodes.truncateWal(Json.str(c, "node"), Json.boolOr(c, "dry", false));
+            case "sent":
+                return control.sentJson(Json.longOr(c, "since", 0), Json.strOr(c, "type", null),
+                    Json.strOr(c, "from", null), Json.strOr(c, "to", null), Json.strOr(c, "tx", null));
+            case "await_sent": {
+                JsonObject o = new JsonObject();
+                o.addProperty("found", control.awaitSent(Json.longOr(c, "since", 0), Json.str(c, "type"),
+                    Json.strOr(c, "from", null), Json.strOr(c, "to", null), Json.strOr(c, "tx", null),
+                    Json.intOr(c, "count", 1), wait));
+                return o;
             }
             case "demands":
                 return control.demandsJson();
@@ -190,7 +204,7 @@ public final class Harness {
             case "await_start":
                 return nodes.awaitStart(Json.str(c, "node"), wait);
             case "baseline":
-                return nodes.baseline(c.has("nodes") ? Json.strings(c, "nodes") : null);
+                return nodes.baseline(c.has("nodes") ? Json.strings(c, "nodes") : null, wait);
             case "checkpoint":
                 return nodes.checkpoint(c.has("nodes") ? Json.strings(c, "nodes") : null);
             case "reset_lost":

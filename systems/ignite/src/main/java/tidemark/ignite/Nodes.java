@@ -2,7 +2,9 @@ package tidemark.ignite;
 
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -13,6 +15,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.stream.Collectors;
 import org.apache.ignite.Ignition;
 import org.apache.ignite.cluster.BaselineNode;
 import org.apache.ignite.cluster.ClusterNode;
@@ -23,6 +26,7 @@ import org.apache.ignite.internal.processors.cache.distributed.dht.topology.Grid
 import org.apache.ignite.internal.processors.cache.distributed.dht.topology.GridDhtPartitionState;
 import org.apache.ignite.internal.processors.cache.persistence.GridCacheDatabaseSharedManager;
 import org.apache.ignite.internal.processors.cache.persistence.CheckpointState;
+import org.apache.ignite.internal.processors.cache.persistence.wal.WALPointer;
 
 /** The nodes of the harness's cluster: start, fail, restart, join, baseline, outage, waits, observation. */
 final class Nodes {
@@ -147,11 +151,21 @@ final class Nodes {
         return o;
     }
 
-    /** BaselineChange: the given servers (alive or in the current baseline), or all running servers. */
-    synchronized JsonObject baseline(List<String> names) {
-        IgniteEx c = client();
-        if (names == null)
-            c.cluster().setBaselineTopology(c.cluster().topologyVersion());
+    /** BaselineChange: the given servers (alive or in the current baseline), or all running servers. The
+     * change runs an exchange (which the harness may hold): it is applied in the background, and the answer
+     * says whether it completed within `waitMs`. It is asked of the oldest server, not the client: a client
+     * sends the change as a compute job to a server, which could then not stop until the change completed. */
+    JsonObject baseline(List<String> names, long waitMs) throws Exception {
+        IgniteEx c;
+        synchronized (this) {
+            c = servers.values().stream().min(Comparator.comparingLong(ig -> ig.localNode().order()))
+                .orElseThrow(() -> new IllegalArgumentException("no running server"));
+        }
+        Runnable change;
+        if (names == null) {
+            long ver = c.cluster().topologyVersion();
+            change = () -> c.cluster().setBaselineTopology(ver);
+        }
         else {
             Map<String, BaselineNode> known = new TreeMap<>();
             Collection<BaselineNode> current = c.cluster().currentBaselineTopology();
@@ -165,9 +179,22 @@ final class Nodes {
                     throw new IllegalArgumentException("server " + n + " is neither running nor in the baseline");
                 chosen.add(known.get(n));
             }
-            c.cluster().setBaselineTopology(chosen);
+            change = () -> c.cluster().setBaselineTopology(chosen);
         }
-        return baselineJson();
+        Future<?> fut = starter.submit(change);
+        JsonObject o = new JsonObject();
+        try {
+            fut.get(waitMs, TimeUnit.MILLISECONDS);
+            o.addProperty("done", true);
+        }
+        catch (TimeoutException e) {
+            o.addProperty("done", false);
+        }
+        catch (java.util.concurrent.ExecutionException e) {
+            throw new IllegalStateException("the baseline change failed: " + e.getCause(), e.getCause());
+        }
+        o.add("baseline", baselineJson().get("baseline"));
+        return o;
     }
 
     private JsonObject baselineJson() {
@@ -304,18 +331,37 @@ final class Nodes {
         return true;
     }
 
-    /** Every running server's view; the down and starting servers by name. */
+    /** Every running server's view; each starting server's as far as it can be observed ("starting"); the
+     * down servers by name. */
     synchronized JsonObject observe(boolean entries, boolean idleVerify) throws Exception {
+        for (Map.Entry<String, Future<IgniteEx>> e : new ArrayList<>(starting.entrySet())) {
+            if (e.getValue().isDone())
+                awaitStart(e.getKey(), 0); // started meanwhile: a running server now (or its error)
+        }
         JsonObject o = new JsonObject();
         JsonObject per = new JsonObject();
         for (Map.Entry<String, IgniteEx> e : servers.entrySet())
-            per.add(e.getKey(), Observer.node(e.getValue(), entries));
+            per.add(e.getKey(), Observer.node(e.getValue(), entries, control));
+        JsonObject startingNodes = new JsonObject();
+        for (String name : starting.keySet()) {
+            IgniteEx ig = Starting.INSTANCES.get(name);
+            JsonObject view;
+            try {
+                view = ig == null ? new JsonObject() : Observer.node(ig, entries, control);
+            }
+            catch (Exception | AssertionError e) {
+                view = new JsonObject(); // not far enough into its start to be observed
+                view.addProperty("unobservable", String.valueOf(e));
+            }
+            startingNodes.add(name, view);
+        }
         o.add("nodes", per);
+        o.add("starting", startingNodes);
         JsonArray down = new JsonArray();
         if (setup != null) {
             try (var dirs = java.nio.file.Files.list(setup.workDir)) {
                 dirs.map(p -> p.getFileName().toString())
-                    .filter(n -> n.matches("s\\d+") && !servers.containsKey(n))
+                    .filter(n -> n.matches("s\\d+") && !servers.containsKey(n) && !starting.containsKey(n))
                     .sorted().forEach(down::add);
             }
         }
@@ -363,12 +409,85 @@ final class Nodes {
         }
     }
 
-    /** At exit: every node stops, the client first. */
+    /** At exit: every node stops. */
     synchronized void stopAll() {
+        stopNodes();
+        starter.shutdownNow();
+    }
+
+    private void stopNodes() {
         starting.values().forEach(f -> f.cancel(true));
+        starting.clear();
         Ignition.stopAll(true);
+        Starting.INSTANCES.clear();
         servers.clear();
         client = null;
-        starter.shutdownNow();
+    }
+
+    /** A new cluster can start in this JVM: every node stops, its persistence and the message rules, records
+     * and transactions are forgotten (each scenario gets fresh persistence directories). */
+    synchronized JsonObject reset() throws Exception {
+        // Held messages are delivered first: a node waiting for one (a joining server's exchange) could not
+        // stop, and nothing is observed any more.
+        control.clearRules();
+        for (MessageControl.Held h : control.take(control.matching(null, null, null, null)))
+            h.deliver().run();
+        for (Future<IgniteEx> f : starting.values()) {
+            try {
+                f.get(10, TimeUnit.SECONDS);
+            }
+            catch (Exception e) {
+                f.cancel(true); // a start that fails or hangs is cut short; stopping the nodes follows
+            }
+        }
+        stopNodes();
+        control.reset();
+        txs.shutdown();
+        System.clearProperty("IGNITE_PDS_WAL_REBALANCE_THRESHOLD");
+        JsonArray removed = new JsonArray();
+        if (setup != null) {
+            try (var dirs = java.nio.file.Files.list(setup.workDir)) {
+                for (Path dir : dirs.filter(java.nio.file.Files::isDirectory).collect(Collectors.toList())) {
+                    deleteTree(dir);
+                    removed.add(dir.getFileName().toString());
+                }
+            }
+        }
+        setup = null;
+        JsonObject o = new JsonObject();
+        o.add("removed", removed);
+        return o;
+    }
+
+    private static void deleteTree(Path dir) throws java.io.IOException {
+        try (var paths = java.nio.file.Files.walk(dir)) {
+            for (Path p : paths.sorted(Comparator.reverseOrder()).collect(Collectors.toList()))
+                java.nio.file.Files.delete(p);
+        }
+    }
+
+    /** TruncateWal: a checkpoint, then the WAL history before it is given up (its checkpoints forgotten and
+     * archived segments below it deleted), so this server supplies history only from its counters now. */
+    synchronized JsonObject truncateWal(String name, boolean dry) throws Exception {
+        IgniteEx ig = server(name);
+        GridCacheDatabaseSharedManager db = db(ig);
+        if (dry) {
+            // Ignite keeps history an exchange or a rebalancing reserved: it would not truncate it.
+            WALPointer first = db.checkpointHistory().firstCheckpointPointer();
+            JsonObject o = new JsonObject();
+            o.addProperty("reserved", first != null && ig.context().cache().context().wal().reserved(first));
+            return o;
+        }
+        checkpoint(List.of(name));
+        var hist = db.checkpointHistory();
+        int before = hist.checkpoints().size();
+        List<?> removed = hist.removeCheckpoints(before - 1);
+        WALPointer mark = hist.lastCheckpoint().checkpointMark();
+        int segments = ig.context().cache().context().wal().truncate(mark);
+        JsonObject o = new JsonObject();
+        o.addProperty("checkpointsRemoved", removed.size());
+        o.addProperty("segmentsDeleted", segments);
+        o.addProperty("reservedForPreloading", String.valueOf(db.latestWalPointerReservedForPreloading()));
+        return o;
     }
 }

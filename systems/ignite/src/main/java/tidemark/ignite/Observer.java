@@ -7,7 +7,21 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.lang.reflect.Field;
 import org.apache.ignite.cluster.ClusterNode;
+import org.apache.ignite.events.DiscoveryEvent;
+import org.apache.ignite.events.EventType;
+import org.apache.ignite.internal.events.DiscoveryCustomEvent;
+import org.apache.ignite.internal.processors.cache.CacheAffinityChangeMessage;
+import org.apache.ignite.internal.processors.cache.distributed.dht.preloader.GridDhtPartitionsExchangeFuture;
+import org.apache.ignite.internal.processors.cache.persistence.GridCacheDatabaseSharedManager;
+import org.apache.ignite.internal.processors.cache.persistence.checkpoint.CheckpointEntry;
+import org.apache.ignite.internal.processors.cache.persistence.checkpoint.CheckpointHistory;
+import org.apache.ignite.internal.processors.cache.persistence.partstate.GroupPartitionId;
+import org.apache.ignite.internal.processors.cache.transactions.IgniteInternalTx;
+import org.apache.ignite.internal.processors.cache.transactions.IgniteTxManager;
+import org.apache.ignite.internal.processors.cache.version.GridCacheVersion;
+import org.apache.ignite.internal.processors.cluster.ChangeGlobalStateMessage;
 import org.apache.ignite.internal.IgniteEx;
 import org.apache.ignite.internal.management.cache.CacheIdleVerifyCommandArg;
 import org.apache.ignite.internal.management.cache.CacheIdleVerifyDumpCommandArg;
@@ -40,12 +54,17 @@ final class Observer {
         return ig.context().cache().cacheGroup(CU.cacheId(ClusterSetup.CACHE));
     }
 
-    /** One server: topology version, coordinator, partitions with counters, states and entries. */
-    static JsonObject node(IgniteEx ig, boolean entries) throws Exception {
+    /** One server: topology versions (ready and latest), the events of pending exchanges, coordinator,
+     * partitions with counters, states and entries, the harness's transactions, the WAL history. */
+    static JsonObject node(IgniteEx ig, boolean entries, MessageControl control) throws Exception {
         JsonObject o = new JsonObject();
         var exchange = ig.context().cache().context().exchange();
         o.addProperty("topVer", version(exchange.readyAffinityVersion()));
-        o.addProperty("exchangeDone", exchange.lastTopologyFuture().isDone());
+        o.addProperty("discoVer", version(ig.context().discovery().topologyVersionEx()));
+        // A starting server has no exchange future before its join exchange begins.
+        o.addProperty("exchangeDone", exchange.lastTopologyFuture() != null && exchange.lastTopologyFuture().isDone());
+        o.add("pending", pending(exchange.exchangeFutures()));
+        o.add("txs", txs(ig, control));
         ClusterNode crd = ig.context().discovery().discoCache().oldestAliveServerNode();
         o.addProperty("coordinator", crd == null ? null : String.valueOf(crd.consistentId()));
         o.addProperty("order", ig.localNode().order());
@@ -61,6 +80,9 @@ final class Observer {
         for (GridDhtLocalPartition part : grp.topology().localPartitions()) {
             JsonObject p = new JsonObject();
             p.addProperty("state", part.state().name());
+            // A restarted server opens a partition's store lazily: updateCounter() opens it if its file exists
+            // (as Ignite's metrics do), so its counter restored from the WAL can be read while it joins.
+            part.dataStore().updateCounter();
             PartitionUpdateCounter cntr = part.dataStore().partUpdateCounter();
             if (cntr != null) {
                 p.addProperty("lwm", cntr.get());
@@ -84,6 +106,98 @@ final class Observer {
         }
         o.add("partitions", parts);
         o.add("assignment", assignment(grp, exchange.readyAffinityVersion()));
+        o.add("history", history(ig, grp));
+        return o;
+    }
+
+    /** The kinds of the discovery events the unfinished exchanges handle (merged ones included). */
+    static JsonArray pending(List<GridDhtPartitionsExchangeFuture> futs) {
+        java.util.Set<String> kinds = new java.util.TreeSet<>();
+        for (GridDhtPartitionsExchangeFuture fut : futs) {
+            if (fut.isDone())
+                continue;
+            List<DiscoveryEvent> evts = new ArrayList<>();
+            if (fut.firstEvent() != null)
+                evts.add(fut.firstEvent());
+            if (fut.context() != null && fut.context().events() != null)
+                evts.addAll(fut.context().events().events());
+            for (DiscoveryEvent e : evts)
+                kinds.add(kind(e));
+        }
+        JsonArray a = new JsonArray();
+        kinds.forEach(a::add);
+        return a;
+    }
+
+    private static String kind(DiscoveryEvent e) {
+        switch (e.type()) {
+            case EventType.EVT_NODE_JOINED:
+                return "joined";
+            case EventType.EVT_NODE_LEFT:
+            case EventType.EVT_NODE_FAILED:
+                return "left";
+            default:
+                if (e instanceof DiscoveryCustomEvent) {
+                    Object msg = ((DiscoveryCustomEvent)e).customMessage();
+                    if (msg instanceof CacheAffinityChangeMessage)
+                        return "affinity";
+                    if (msg instanceof ChangeGlobalStateMessage)
+                        return "baseline";
+                    return msg.getClass().getSimpleName();
+                }
+                return "event " + e.type();
+        }
+    }
+
+    /** The harness's transactions on this node: active ones by their state, finished ones committed or rolled
+     * back (Ignite's completed-versions history, by the transaction's near and DHT xid versions). */
+    static JsonObject txs(IgniteEx ig, MessageControl control) {
+        IgniteTxManager tm = ig.context().cache().context().tm();
+        JsonObject o = new JsonObject();
+        for (IgniteInternalTx tx : tm.activeTransactions()) {
+            String name = control.txName(tx.nearXidVersion());
+            if (name != null && !ig.localNode().isClient())
+                o.addProperty(name, tx.state().name());
+        }
+        for (Map.Entry<String, List<GridCacheVersion>> e : control.versionsByName().entrySet()) {
+            if (o.has(e.getKey()))
+                continue;
+            for (GridCacheVersion v : e.getValue()) {
+                Boolean committed = tm.peekCompletedVersionsHistory(v);
+                if (committed != null) {
+                    o.addProperty(e.getKey(), committed ? "COMMITTED" : "ROLLED_BACK");
+                    break;
+                }
+            }
+        }
+        return o;
+    }
+
+    /** Per partition, the update counter of the earliest checkpoint the WAL history keeps for it (Ignite
+     * supplies a historical rebalance only from a counter at or above it); partitions without one left out. */
+    static JsonObject history(IgniteEx ig, CacheGroupContext grp) {
+        JsonObject o = new JsonObject();
+        if (!(ig.context().cache().context().database() instanceof GridCacheDatabaseSharedManager))
+            return o;
+        GridCacheDatabaseSharedManager db = (GridCacheDatabaseSharedManager)ig.context().cache().context().database();
+        try {
+            Field f = CheckpointHistory.class.getDeclaredField("earliestCp");
+            f.setAccessible(true);
+            @SuppressWarnings("unchecked")
+            Map<GroupPartitionId, CheckpointEntry> earliest =
+                new java.util.HashMap<>((Map<GroupPartitionId, CheckpointEntry>)f.get(db.checkpointHistory()));
+            var wal = ig.context().cache().context().wal();
+            for (Map.Entry<GroupPartitionId, CheckpointEntry> e : earliest.entrySet()) {
+                if (e.getKey().getGroupId() != grp.groupId())
+                    continue;
+                Long cntr = e.getValue().partitionCounter(wal, grp.groupId(), e.getKey().getPartitionId());
+                if (cntr != null)
+                    o.addProperty(String.valueOf(e.getKey().getPartitionId()), cntr);
+            }
+        }
+        catch (Exception e) {
+            o.addProperty("error", String.valueOf(e));
+        }
         return o;
     }
 
@@ -155,8 +269,14 @@ final class Observer {
     /** Per partition, the owners (primary first) this node's ready affinity gives. */
     static JsonObject assignment(CacheGroupContext grp, AffinityTopologyVersion ver) {
         JsonObject o = new JsonObject();
-        List<List<ClusterNode>> owners = grp.affinity().readyAssignments(ver);
-        for (int p = 0; p < owners.size(); p++) {
+        List<List<ClusterNode>> owners;
+        try {
+            owners = grp.affinity().readyAssignments(ver);
+        }
+        catch (RuntimeException | AssertionError e) {
+            return o; // a joining server has no assignment for its ready version yet
+        }
+        for (int p = 0; owners != null && p < owners.size(); p++) {
             JsonArray a = new JsonArray();
             owners.get(p).forEach(n -> a.add(String.valueOf(n.consistentId())));
             o.add(String.valueOf(p), a);
@@ -168,8 +288,9 @@ final class Observer {
     static JsonObject idleVerify(IgniteEx ig) throws Exception {
         CacheIdleVerifyCommandArg arg = new CacheIdleVerifyCommandArg();
         arg.caches(new String[] {ClusterSetup.CACHE});
-        VisorTaskResult<IdleVerifyResult> answer = ig.compute(ig.cluster().forLocal()).execute(IdleVerifyTask.class,
-            new VisorTaskArgument<>(ig.localNode().id(), arg, false));
+        // The task waits for exchanges in progress: bounded, so a held exchange cannot hang the harness.
+        VisorTaskResult<IdleVerifyResult> answer = ig.compute(ig.cluster().forLocal()).withTimeout(20_000)
+            .execute(IdleVerifyTask.class, new VisorTaskArgument<>(ig.localNode().id(), arg, false));
         IdleVerifyResult res = answer.result();
         JsonObject o = new JsonObject();
         o.addProperty("hasConflicts", res.hasConflicts());

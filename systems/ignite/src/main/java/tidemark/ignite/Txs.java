@@ -56,12 +56,28 @@ final class Txs {
             t.tx = client.transactions().txStart(TransactionConcurrency.PESSIMISTIC,
                 TransactionIsolation.REPEATABLE_READ);
             control.nameTx(((TransactionProxyImpl<?, ?>)t.tx).tx().nearXidVersion(), name);
-            for (Map.Entry<Integer, String> e : writes.entrySet())
-                cache.put(e.getKey(), e.getValue());
+            closingOnFailure(t, tx -> cache.putAll(writes)); // one lock request per primary, as TxStart
             t.phase = "locked";
             return null;
         });
         return await(name, t, waitMs);
+    }
+
+    /** An application closes a transaction whose operation failed (try-with-resources): it rolls back, and
+     * the servers' tx recovery, which asks the client, learns it will never commit. */
+    private static void closingOnFailure(Tx t, Step step) throws Exception {
+        try {
+            step.run(t.tx);
+        }
+        catch (Exception e) {
+            try {
+                t.tx.close();
+            }
+            catch (Exception ignored) {
+                // The rollback's own failure changes nothing: the operation's error is reported.
+            }
+            throw e;
+        }
     }
 
     /** A step run on the transaction's thread; `phase` is its name once done. */
@@ -72,7 +88,7 @@ final class Txs {
     private JsonObject phase(String name, String phase, Step step, long waitMs) {
         Tx t = get(name);
         t.last = t.thread.submit(() -> {
-            step.run(t.tx);
+            closingOnFailure(t, step);
             t.phase = phase;
             return null;
         });

@@ -1,0 +1,151 @@
+"""`tidemark doctor`: what this machine has of what tidemark runs on, and what is missing.
+
+Reports Python, Java (17 or newer: TLC, Spark and the Ignite harness run on it), TLC's jar, Spark
+(pyspark), Maven and the real-Ignite harness (built or not, for which Ignite version; whether Maven's
+repository in the project's cache holds Ignite, so a build works offline). `--ignite` also starts a
+one-server cluster and stops it, which shows whether Ignite starts here at all (ports, memory).
+
+Exit code 0 when everything tidemark's main job needs is there (Python, Java, TLC's jar, Spark), 3 when
+not; Maven and the harness are needed only for the real-Ignite commands, and reported as warnings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from conformance.errors import TidemarkError
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One component: present or not, and what it is (a version, a path) or what to do."""
+
+    component: str
+    ok: bool
+    detail: str
+    required: bool = True
+
+
+def _run(command: list[str]) -> str:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"failed: {error}"
+    return (done.stdout + done.stderr).strip()
+
+
+def check_java() -> Finding:
+    if shutil.which("java") is None:
+        return Finding("java", False, "not on PATH: install a JDK 17+ (make test installs openjdk-17)")
+    text = _run(["java", "-version"])
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    major = int(match.group(1)) if match else 0
+    major = int(match.group(2) or 0) if major == 1 and match else major  # "1.8" is Java 8
+    first = text.splitlines()[0] if text else "no output"
+    return Finding("java", major >= 17, first if major >= 17 else f"{first}: Java 17 or newer is needed")
+
+
+def check_tlc() -> Finding:
+    from conformance.tlc.runner import find_jar
+
+    try:
+        jar = find_jar()
+    except TidemarkError as error:
+        return Finding("TLC jar", False, error.describe())
+    return Finding("TLC jar", True, f"{jar} ({jar.stat().st_size // 2**20} MiB)")
+
+
+def check_spark() -> Finding:
+    try:
+        version = importlib.metadata.version("pyspark")
+    except importlib.metadata.PackageNotFoundError:
+        return Finding("spark", False, "pyspark is not installed (make test installs it)")
+    return Finding("spark", True, f"pyspark {version} (local[*] by default)")
+
+
+def check_maven() -> Finding:
+    if shutil.which("mvn") is None:
+        needed = "not on PATH: needed to build the Ignite harness (apt-get install maven)"
+        return Finding("maven", False, needed, required=False)
+    first = _run(["mvn", "-B", "-v"]).splitlines()  # -B: no colours
+    return Finding("maven", True, first[0] if first else "mvn -v printed nothing", required=False)
+
+
+def check_harness(version: str) -> Finding:
+    from conformance.systems.ignite import MODULE, ROOT
+
+    target = MODULE / "target" / version
+    jar = target / "harness.jar"
+    cached = ROOT / ".cache" / "m2" / "org" / "apache" / "ignite" / "ignite-core" / version
+    offline = (
+        "its dependencies are in .cache/m2 (builds offline)"
+        if cached.is_dir()
+        else ("Maven downloads Ignite at the first build")
+    )
+    if not jar.is_file() or not (target / "lib" / f"ignite-core-{version}.jar").is_file():
+        return Finding(
+            f"ignite harness {version}", False, f"not built ({offline}); make test builds it", required=False
+        )
+    sources = [MODULE / "pom.xml", *(MODULE / "src").rglob("*.java")]
+    stale = max(p.stat().st_mtime for p in sources) > jar.stat().st_mtime
+    state = "built, older than its sources (rebuilt on next use)" if stale else "built"
+    return Finding(f"ignite harness {version}", True, f"{state}: {jar}; {offline}", required=False)
+
+
+def check_cluster(version: str) -> Finding:
+    """Start a one-server cluster and stop it (the harness JVM and its directory go with it)."""
+    from conformance.systems.ignite import IgniteHarness
+
+    started = time.monotonic()
+    try:
+        with IgniteHarness(version) as harness:
+            harness.start(1, partitions=1, backups=0)
+            ignite = harness.info.get("ignite")
+    except TidemarkError as error:
+        return Finding("ignite cluster", False, error.describe(), required=False)
+    return Finding(
+        "ignite cluster",
+        True,
+        f"Ignite {ignite}: a server started and stopped in {time.monotonic() - started:.1f} s",
+        required=False,
+    )
+
+
+def findings(version: str, start: bool) -> list[Finding]:
+    python = sys.version.split()[0]
+    found = [Finding("python", sys.version_info >= (3, 11), f"{python} ({sys.executable})")]
+    found += [check_java(), check_tlc(), check_spark(), check_maven(), check_harness(version)]
+    if start:
+        found.append(check_cluster(version))
+    return found
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    found = findings(args.ignite_version, args.ignite)
+    healthy = all(f.ok for f in found if f.required)
+    code = 0 if healthy else 3  # something required is missing: the environment's fault
+    if args.json:
+        components = [asdict(f) for f in found]
+        print(json.dumps({"ok": healthy, "components": components, "holds": healthy, "exit_code": code}))
+        return code
+    console = Console(soft_wrap=True)
+    table = Table("component", "", "detail", title="tidemark doctor")
+    for f in found:
+        mark = "[green]ok[/]" if f.ok else ("[red]MISSING[/]" if f.required else "[yellow]missing[/]")
+        table.add_row(f.component, mark, escape(f.detail))
+    console.print(table)
+    verdict = "everything tidemark needs is here" if healthy else "something tidemark needs is missing"
+    console.print(f"[{'green' if healthy else 'red'}]{verdict}[/]")
+    return code

@@ -1,0 +1,124 @@
+"""The placement commands: `tidemark affinity` (where Ignite's rendezvous affinity puts keys) and
+`tidemark distribution` (the distribution lab on Spark)."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from conformance import options as opt
+from conformance.errors import TidemarkError
+from conformance.outputs import emit
+from conformance.progress import out
+
+
+def _parse_key(text: str, kind: str) -> object:
+    """A key as the Java object it stands for: int and long keep Java's ranges (their hashCode)."""
+    import uuid
+
+    from impl.affinity import INT_MAX, INT_MIN, JavaLong
+
+    try:
+        if kind == "int":
+            if not INT_MIN <= (value := int(text)) <= INT_MAX:
+                raise ValueError(f"outside the Java int range [{INT_MIN}, {INT_MAX}]")
+            return value
+        if kind == "long":
+            return JavaLong(int(text))
+        if kind == "uuid":
+            return uuid.UUID(text)
+    except ValueError as error:
+        raise TidemarkError(
+            f"{text!r} is not a Java {kind}: {error}", source="KEY", expected=f"a Java {kind}"
+        ) from error
+    return text
+
+
+def cmd_affinity(args: argparse.Namespace) -> int:
+    from impl.affinity import RendezvousConfig, assign_partition, key_partition, make_node
+
+    if len(args.nodes) > (most := int(opt.LIMITS["affinity --nodes"].high)):
+        raise TidemarkError(f"{len(args.nodes):,} node ids", source="--nodes", expected=f"at most {most:,}")
+    if len(set(args.nodes)) != len(args.nodes):
+        repeated = sorted({node for node in args.nodes if args.nodes.count(node) > 1})
+        raise TidemarkError(
+            f"node ids repeated: {repeated}", source="--nodes", expected="distinct consistent ids"
+        )
+    config = RendezvousConfig(partitions=args.partitions, backups=args.backups)
+    nodes = [make_node(node) for node in args.nodes]
+    keys = [_parse_key(text, args.type) for text in args.keys]  # every key checked before any output
+    rows = []
+    for text, key in zip(args.keys, keys, strict=True):
+        partition = key_partition(key, args.partitions)
+        owners = [str(nodes[i].consistent_id) for i in assign_partition(partition, nodes, config)]
+        rows.append(
+            {
+                "key": text,
+                "type": args.type,
+                "partition": partition,
+                "primary": owners[0],
+                "backups": owners[1:],
+            }
+        )
+    if args.json:
+        from conformance.outputs import AffinityOutput
+
+        found = AffinityOutput.model_validate(
+            {"partitions": args.partitions, "nodes": args.nodes, "keys": rows}
+        )
+        return emit("affinity", found, 0)
+    table = Table("key", "partition", "primary", "backups")
+    for row in rows:
+        table.add_row(str(row["key"]), str(row["partition"]), str(row["primary"]), ", ".join(row["backups"]))
+    out.print(table)
+    return 0
+
+
+def cmd_distribution(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from conformance.distribution import (
+        DEFAULT_ALGORITHMS,
+        DistributionConfig,
+        markdown_table,
+        run_distribution,
+        write_distribution_artifacts,
+    )
+    from conformance.locks import locked
+    from conformance.spark import spark_session
+    from conformance.tlc.runner import find_java
+
+    by_label = {a.label: a for a in DEFAULT_ALGORITHMS}
+    unknown = [name for name in args.algorithms or [] if name not in by_label]
+    if unknown:
+        raise TidemarkError(
+            f"unknown algorithms {unknown}", source="--algorithms", expected=f"some of {sorted(by_label)}"
+        )
+    try:
+        config = DistributionConfig(
+            partitions=args.partitions,
+            backups=args.backups,
+            node_counts=tuple(args.nodes),
+            trials=args.trials,
+            seed=args.seed,
+            algorithms=tuple(by_label[name] for name in args.algorithms)
+            if args.algorithms
+            else DEFAULT_ALGORITHMS,
+        )
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise TidemarkError(
+            first["msg"], source="distribution options", location=".".join(map(str, first["loc"]))
+        ) from error
+    find_java()  # Spark's driver is a JVM
+    with spark_session(args.master) as spark:
+        report = run_distribution(spark, config)
+    with locked(args.out):  # runs side by side publish whole sets of files, one after the other
+        files = write_distribution_artifacts(report, args.out)
+    if args.json:
+        return emit("distribution", report, 0)
+    else:
+        out.print(markdown_table(report))
+        out.print(f"written: {', '.join(str(f) for f in files)}")
+    return 0

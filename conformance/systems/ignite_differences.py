@@ -1,0 +1,218 @@
+"""Where real Apache Ignite 2.x and tidemark's implementation are known to differ, and why.
+
+Each entry of KNOWN is a behaviour of Ignite that tidemark's model leaves out or places at another moment,
+with its verdict (docs/real-ignite.md has the table): a difference between the two after a step is
+explained when one of them accounts for it (`explain`), and is a finding otherwise. The predicates look at
+both observations (conformance/scenarios/compare.py) and at what the harness knows of the run (which
+transactions Ignite committed in one phase).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from conformance.scenarios.adapters.base import System
+
+KNOWN: dict[str, str] = {
+    "backup-hwm": "A backup's HWM: Ignite moves a copy's reserved counter on the primary (reserve) and at "
+    "exchanges and restarts; tidemark starts every owner at HWM = LWM, as after a restart, and raises it at "
+    "every full message. Nothing reads a backup's HWM before it is primary, which takes an exchange. "
+    "Verdict: tidemark simplifies (no effect on what is stored).",
+    "one-phase-commit": "Ignite commits a transaction that maps to one primary and at most one backup in one "
+    "phase: the backup commits on the prepare request, the primary on the backup's answer, and no finish "
+    "request is sent; the articles and tidemark always run both phases. The values agree again once "
+    "tidemark's commit is delivered. Verdict: the articles simplify.",
+    "pme-free-switch": "When a baseline server leaves, Ignite (2.8+) switches to the new topology without "
+    "single or full messages (the PME-free switch): each survivor finalizes its counters (closes its gaps) "
+    "as soon as its own partition release completes and takes the new version and owner lists at once, "
+    "while tidemark finalizes in each server's SendSingle and switches at the FullMessage. Counters, "
+    "versions and owner lists agree once tidemark's exchange is done. Verdict: the articles simplify "
+    "(the exchange they describe is the one of joins and baseline changes).",
+    "rollback-at-once": "Ignite's primary shows a transaction ROLLED_BACK as soon as the client's rollback "
+    "reaches it, its finish requests to the backups still in flight, and closes the transaction's counter "
+    "range (its LWM moves on) once the backups answered, by itself; tidemark's primary is rolling back "
+    "until its RolledBack step, which closes the range. State and counter agree once tidemark's RolledBack "
+    "is taken. Verdict: tidemark's step granularity (the range holds no entries: nothing stored differs).",
+    "baseline-in-progress": "Ignite refuses a baseline change (a cluster state change) while an earlier "
+    'one is in progress, its exchange still open ("another state change operation is currently in '
+    'progress"); tidemark merges the new baseline event into the pending exchange. A walk that takes the '
+    "second change stops there. Verdict: tidemark's model allows more (the refused change stores nothing).",
+    "client-fails-fast": "Ignite's client fails a transaction whose primary left while it was preparing (the "
+    "application then closes it: rolled back), and the backups' tx recovery learns that from the client; "
+    "tidemark's client waits for the recovery step. Same outcome, earlier. Ignite's client acts when it "
+    "processes the node-left event, asynchronously: right after the failure it may still show the "
+    "transaction preparing where tidemark's recovery already rolled it back (found by the walk campaign). "
+    "Verdict: tidemark simplifies.",
+    "affinity-switch": "Ignite ends the rebalancing of every server added to an assignment with a late "
+    "affinity switch (a minor topology version and its exchange), even when no primary changes; tidemark "
+    "switches only when the owner order changes. Topology versions, pending events and, during the switch, "
+    "owner lists differ. Verdict: tidemark simplifies (no counter or data changes at that exchange).",
+    "rebalancing": "A rebalancing in flight: Ignite clears a copy before a full rebalance and sizes supply "
+    "batches in bytes (the whole partition in one batch unless batch_size is 1), while tidemark keeps the "
+    "copy's entries during a full rebalance and sends batch_size entries per batch. The copy's data, counter "
+    "and state differ until both finished. Verdict: tidemark simplifies; see "
+    "docs/findings/full-rebalance-keeps-entries.md for the state it leaves.",
+    "wal-reservation": "Ignite reserves a supplier's WAL history while an exchange may ask for it and while "
+    "a historical rebalancing reads it; a full rebalancing reads pages, so the supplier may truncate its WAL "
+    "meanwhile. tidemark refuses TruncateWal while the server supplies any rebalancing. Verdict: tidemark "
+    "is stricter than Ignite (no effect on what is stored).",
+    "prepared-at-once": "A primary with no backup left to answer is PREPARED in Ignite as soon as it "
+    "prepared locally; tidemark's primary waits for its Prepared step (which has no answer to collect). "
+    "Verdict: tidemark's step granularity.",
+    "empty-copy": "A copy that never held an update has no partition file in Ignite: a server restarting "
+    "without one shows no copy (no counter) until its exchange creates it, where tidemark keeps an empty "
+    "copy with counter 0 on the server's disk. Verdict: tidemark simplifies (no update is involved).",
+    "supplier-choice": "Ignite's coordinator elects the supplier of a historical rebalancing among the "
+    "owners with the highest counter whose WAL reaches back far enough (any of them); tidemark takes the "
+    "oldest. Verdict: tidemark simplifies (every candidate holds the same updates).",
+    "restart-joins": "tidemark's Restart rebuilds a server from its disk without joining it (protocol pme "
+    "joins it at the Join step, protocol 2pc never); Ignite joins a server as it starts (the harness holds "
+    "its join exchange open). Ignite's topology counts the join from the Restart on, and with protocol 2pc "
+    "the copy is still OWNING where tidemark shows the state the join would give it; with protocol pme "
+    "an exchange that runs before tidemark's Join completes Ignite's join, so the server is already "
+    "running (and may be rebalanced). Verdict: the model's convention (walks join at once).",
+}
+
+_COPY = re.compile(r"^(?P<node>\w+)\.p(?P<part>\d+)\.(?P<field>\w+)$")
+_NODE = re.compile(r"^(?P<node>\w+)\.(?P<field>data|txs)(\..*)?$")
+
+
+def explain(
+    step: int | None, path: str, impl: dict[str, Any], real: dict[str, Any], system: System
+) -> str | None:
+    """The KNOWN entry that accounts for this difference, or None."""
+    copy, on_node = _COPY.match(path), _NODE.match(path)
+    match = copy or on_node
+    node = match.group("node") if match else None
+    part = int(copy.group("part")) if copy else None
+    field = match.group("field") if match else None
+    topology = path.startswith("topology.")
+    restarted = [n for n in system.servers if impl[n].get("state") == "restarted"]
+    joining = set(getattr(system, "starting_servers", lambda: [])())
+    if (topology and restarted) or node in restarted:
+        return "restart-joins"
+    if field == "state" and node in joining:
+        return "restart-joins"  # a joining copy shows its own disk's state until its exchange ends
+    if part is not None and _empty_copy(node, part, impl, real):
+        return "empty-copy"
+    if (
+        field == "hwm"
+        and part is not None
+        and not _primary(node, part, impl)
+        and not _primary(node, part, real)
+    ):
+        return "backup-hwm"
+    if (
+        node is not None
+        and field in ("data", "txs", "lwm", "items", "hwm")
+        and _one_phase(node, impl, real, system)
+    ):
+        return "one-phase-commit"
+    if _left_pending(impl) and (topology or field in ("lwm", "hwm", "items")):
+        return "pme-free-switch"
+    tx = path.rsplit(".", 1)[1]
+    states = tuple(seen.get(node or "", {}).get("txs", {}).get(tx) for seen in (impl, real))
+    if field == "txs" and states == ("preparing", "prepared"):
+        return "prepared-at-once"
+    if node is not None and field in ("txs", "lwm", "items") and _rolled_back_at_once(node, part, impl, real):
+        return "rollback-at-once"
+    if path.startswith(f"{system.client}."):
+        tx = path.split(".", 1)[1]
+        theirs, ours = impl[system.client].get(tx), real[system.client].get(tx)
+        if ours == "rolledBack" and theirs in ("locking", "preparing"):
+            return "client-fails-fast"
+        # the reverse, while a server is down: Ignite's client has not processed the node-left event yet
+        down = any(real.get(n, {}).get("state") == "down" for n in system.servers)
+        if down and theirs == "rolledBack" and ours in ("locking", "preparing"):
+            return "client-fails-fast"
+    if (
+        node is not None
+        and field in ("data", "lwm", "hwm", "items", "state")
+        and _moving(node, part, impl, real)
+    ):
+        return "rebalancing"
+    if topology and _affinity_switch(path, impl, real):
+        return "affinity-switch"
+    return None
+
+
+def _primary(node: str | None, part: int, seen: dict[str, Any]) -> bool:
+    owners = seen["topology"]["owners"].get(str(part)) or []
+    return bool(owners) and owners[0] == node
+
+
+def _one_phase(node: str, impl: dict[str, Any], real: dict[str, Any], system: System) -> bool:
+    """A transaction Ignite commits in one phase is further on this server than in tidemark, which has not
+    decided it yet: its state there, or its writes (which stay when the server fails before tidemark's
+    model commits it). A transaction tidemark rolled back is no such case."""
+    one_phase: set[str] = getattr(getattr(system, "driver", None), "one_phase", set())
+    writes: dict[str, dict[int, str]] = getattr(system, "tx_keys", {})
+    theirs, ours = impl.get(node, {}), real.get(node, {})
+    for tx in one_phase:
+        if impl[system.client].get(tx) == "rolledBack":
+            continue
+        state, real_state = theirs.get("txs", {}).get(tx), ours.get("txs", {}).get(tx)
+        if state not in ("committed", "rolledBack") and real_state not in (None, state):
+            return True
+        written = [(str(k), v) for k, v in writes.get(tx, {}).items()]
+        if any(ours.get("data", {}).get(k) == v != theirs.get("data", {}).get(k) for k, v in written):
+            return True
+    return False
+
+
+def _rolled_back_at_once(node: str, part: int | None, impl: dict[str, Any], real: dict[str, Any]) -> bool:
+    """A transaction Ignite rolled back on this server is still rolling back in tidemark (and for a
+    counter: Ignite's copy is further on, its range closed)."""
+    theirs, ours = impl.get(node, {}).get("txs", {}), real.get(node, {}).get("txs", {})
+    if not any(state == "rollingBack" and ours.get(tx) == "rolledBack" for tx, state in theirs.items()):
+        return False
+    if part is None:
+        return True
+    a, b = (seen[node].get(f"p{part}", {}).get("lwm") for seen in (impl, real))
+    return a is not None and b is not None and b > a
+
+
+def _empty_copy(node: str | None, part: int, impl: dict[str, Any], real: dict[str, Any]) -> bool:
+    """One side shows no copy (or no counter) where the other's copy is empty: counter 0, no items."""
+    a, b = (seen.get(node or "", {}).get(f"p{part}", {}) for seen in (impl, real))
+    empty = [c for c in (a, b) if c.get("lwm") == 0 and not c.get("items")]
+    missing = [c for c in (a, b) if "lwm" not in c]
+    return bool(empty) and bool(missing) and not impl.get(node or "", {}).get("data")
+
+
+def _left_pending(impl: dict[str, Any]) -> bool:
+    """tidemark's exchange for a server that left is not done yet (2pc: any exchange is due)."""
+    topology = impl["topology"]
+    return topology["version"] != topology["ready"] and (
+        not topology["pending"] or "left" in topology["pending"]
+    )
+
+
+def _moving(node: str, part: int | None, impl: dict[str, Any], real: dict[str, Any]) -> bool:
+    parts = (
+        [part] if part is not None else [int(k[1:]) for k in impl.get(node, {}) if re.fullmatch(r"p\d+", k)]
+    )
+    return any(
+        seen.get(node, {}).get(f"p{p}", {}).get("state") == "MOVING" for p in parts for seen in (impl, real)
+    )
+
+
+def _affinity_switch(path: str, impl: dict[str, Any], real: dict[str, Any]) -> bool:
+    """Ignite's switch exchange is pending or done where tidemark has none, or a MOVING copy is placed."""
+    a, b = impl["topology"], real["topology"]
+    if path == "topology.coordinator":  # the switch elects no coordinator
+        return False
+    if "affinity" in a["pending"] or "affinity" in b["pending"]:
+        return True
+    if path.startswith("topology.owners"):
+        return any(
+            v.get("state") == "MOVING"
+            for seen in (impl, real)
+            for n, view in seen.items()
+            if n != "topology" and isinstance(view, dict)
+            for v in view.values()
+            if isinstance(v, dict)
+        )
+    majors = (a["version"].split(".")[0], a["ready"].split(".")[0])
+    return majors == (b["version"].split(".")[0], b["ready"].split(".")[0])

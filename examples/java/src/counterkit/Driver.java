@@ -1,0 +1,119 @@
+package counterkit;
+
+import java.io.BufferedReader;
+import java.io.BufferedWriter;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The driver: tidemark's driver protocol (docs/driver-protocol.md) over stdin and stdout, one JSON
+ * object a line, for spec UpdateCounter. Usage: Driver [--bug NAME].
+ */
+public final class Driver {
+    private final Bug bug;
+    private Partition partition;
+
+    private Driver(Bug bug) {
+        this.bug = bug;
+    }
+
+    public static void main(String[] args) throws Exception {
+        Bug bug = Bug.NONE;
+        if (args.length == 2 && args[0].equals("--bug")) {
+            bug = Bug.named(args[1]);
+        } else if (args.length != 0) {
+            System.err.println("usage: run [--bug NAME]");
+            System.exit(2);
+        }
+        Driver driver = new Driver(bug);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        BufferedWriter out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            Object answer;
+            try {
+                answer = driver.answer(Itf.record(Json.parse(line)));
+            } catch (RuntimeException error) {
+                answer = error(error);
+            }
+            out.write(Json.write(answer));
+            out.write('\n');
+            out.flush();
+        }
+    }
+
+    private static Map<String, Object> answer(String type, String key, Object value) {
+        Map<String, Object> answer = new LinkedHashMap<>();
+        answer.put("type", type);
+        if (key != null) {
+            answer.put(key, value);
+        }
+        return answer;
+    }
+
+    private static Map<String, Object> error(RuntimeException error) {
+        return answer("error", "message", error.getClass().getSimpleName() + ": " + error.getMessage());
+    }
+
+    private Object answer(Map<String, Object> request) {
+        String type = Itf.string(request.get("type"));
+        if (type.equals("hello")) {
+            Map<String, Object> hello = answer("hello", "protocol", 1L);
+            hello.put("spec", "UpdateCounter");
+            hello.put("implementation", "examples/java counterkit" + (bug == Bug.NONE ? "" : ", bug " + bug.label));
+            hello.put("capabilities", List.of("load", "enabled", "batch"));
+            return hello;
+        }
+        if (type.equals("batch")) {
+            List<Object> answers = new ArrayList<>();
+            for (Object each : Itf.list(request.get("requests"))) {
+                try {
+                    answers.add(answer(Itf.record(each)));
+                } catch (RuntimeException error) {
+                    answers.add(error(error));
+                }
+            }
+            return answer("batch", "answers", answers);
+        }
+        if (type.equals("init")) {
+            Map<String, Object> constants = Itf.record(request.get("constants"));
+            List<String> copies = new ArrayList<>();
+            for (Object c : Itf.set(constants.get("Copies"))) {
+                copies.add(Itf.string(c));
+            }
+            copies.sort(null);
+            List<Long> deltas = new ArrayList<>();
+            for (Object d : Itf.set(constants.get("Deltas"))) {
+                deltas.add(Itf.number(d));
+            }
+            deltas.sort(null);
+            partition = new Partition(copies, Itf.string(constants.get("Primary")),
+                    Itf.number(constants.get("MaxCounter")), deltas, bug);
+            return answer("state", "state", partition.itf());
+        }
+        if (partition == null) {
+            throw new IllegalStateException("init comes first");
+        }
+        switch (type) {
+            case "load":
+                partition.load(Itf.record(request.get("state")));
+                return answer("ok", null, null);
+            case "step":
+                try {
+                    partition.step(Itf.record(request.get("action")));
+                } catch (Partition.NotEnabled why) {
+                    return answer("not_enabled", "reason", why.getMessage());
+                }
+                return answer("state", "state", partition.itf());
+            case "enabled":
+                return answer("enabled", "actions", partition.enabled());
+            default:
+                throw new IllegalArgumentException("no request " + type);
+        }
+    }
+}

@@ -1,0 +1,513 @@
+"""NCache's partition-replica topology as pure state machines (spec/NCachePartitionReplica.tla).
+
+The key space is cut into 1000 buckets (`bucket_of`: the 32-bit hash split into ranges). The coordinator,
+the oldest member, keeps the distribution map: per bucket its permanent owner, its temporary owner (the
+member it is being moved to) and its status. Every member's partition has one replica, on the member that
+joined after it (the last member's on the first). Steps carry the spec's action names: `join`
+(Join), `start_transfer` / `end_transfer` (StartTransfer / EndTransfer: one bucket pulled, operations on it
+logged on the old owner and replayed before the switch), `leave` (Leave: graceful or abrupt; transfers to
+the leaver revert, its buckets are orphaned and served by its replica), `pull_orphan` (PullOrphan),
+`write` (Write: replicated synchronously or queued), `replication_failure` (ReplicationFailure: a
+synchronous write undone on both), `replicate` (Replicate: the head of an owner's queue), `split`,
+`loser_write` and `merge` (Split, LoserWrite, Merge: a split-brain that cuts one member off, writes the
+loser acknowledges, and the merge that discards them) and `done`.
+
+Every step returns a new cluster; a step that is not enabled raises StepNotEnabled. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+BUCKETS = 1000  # NCache's bucket count
+HASH_RANGE = 1 << 31  # a 32-bit hash's magnitude range
+
+FUNCTIONAL = "Functional"
+NEED_TRANSFER = "NeedTransfer"
+UNDER_STATE_TRANSFER = "UnderStateTransfer"
+
+Store = Mapping[int, int]  # key -> value (a value n is the n-th write); absent keys have none
+
+
+def bucket_size(count: int = BUCKETS) -> int:
+    """ceil(2^31 / count): the hash range of one bucket."""
+    return -(-HASH_RANGE // count)
+
+
+def bucket_of(hash_code: int, count: int = BUCKETS) -> int:
+    """The bucket of a 32-bit hash: its magnitude divided by the bucket size (negative and positive hashes
+    fold onto the same buckets)."""
+    if not -HASH_RANGE <= hash_code < HASH_RANGE:
+        raise ValueError(f"hash {hash_code} is not a 32-bit integer")
+    return abs(hash_code) // bucket_size(count)
+
+
+class StepNotEnabled(ValueError):
+    """The step's guard is false in this state."""
+
+
+@dataclass(frozen=True)
+class NCacheConfig:
+    nodes: tuple[str, ...]  # the nodes that may join, in their join order; the first starts the cluster
+    bucket_count: int = BUCKETS
+    sync: bool = True  # synchronous replication (False: asynchronous, queued)
+
+    def __post_init__(self) -> None:
+        if not self.nodes or len(set(self.nodes)) != len(self.nodes):
+            raise ValueError("nodes must be distinct and not empty")
+        if self.bucket_count < 1:
+            raise ValueError("bucket_count must be positive")
+
+    def bucket(self, key: int) -> int:
+        return bucket_of(key, self.bucket_count)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One spec action: its name and the parameters it has."""
+
+    name: str
+    node: str | None = None
+    key: int | None = None
+    value: int | None = None
+    bucket: int | None = None
+    graceful: bool | None = None
+
+
+def _copy_bucket(dst: Store, src: Store, bucket: int, config: NCacheConfig) -> dict[int, int]:
+    """dst with bucket's keys replaced by src's."""
+    out = {k: v for k, v in dst.items() if config.bucket(k) != bucket}
+    out.update((k, v) for k, v in src.items() if config.bucket(k) == bucket)
+    return out
+
+
+def _clear_bucket(store: Store, bucket: int, config: NCacheConfig) -> dict[int, int]:
+    return {k: v for k, v in store.items() if config.bucket(k) != bucket}
+
+
+@dataclass(frozen=True)
+class NCacheCluster:
+    config: NCacheConfig
+    members: tuple[str, ...]  # live members in join order; the coordinator first
+    left: frozenset[str]
+    owner: tuple[str, ...]  # per bucket: its permanent owner
+    temp: tuple[str | None, ...]  # per bucket: the member it is moving to
+    status: tuple[str, ...]
+    orphan: tuple[str | None, ...]  # per bucket: the member whose replica serves it after its owner left
+    logged: tuple[frozenset[int], ...]  # per bucket: keys written while under state transfer
+    active: Mapping[str, Store]
+    replica: Mapping[str, Store]
+    queue: Mapping[str, tuple[tuple[int, int], ...]]  # per member: (key, value) waiting for replication
+    cut: str | None = None  # the member a split-brain cut off (the loser, serving alone)
+    cut_store: Store = field(default_factory=dict)  # what the cut-off member holds and writes meanwhile
+
+    @classmethod
+    def initial(cls, config: NCacheConfig) -> NCacheCluster:
+        """The first node alone, owning every bucket."""
+        n = config.bucket_count
+        empty: dict[str, Store] = {x: {} for x in config.nodes}
+        return cls(
+            config,
+            members=(config.nodes[0],),
+            left=frozenset(),
+            owner=(config.nodes[0],) * n,
+            temp=(None,) * n,
+            status=(FUNCTIONAL,) * n,
+            orphan=(None,) * n,
+            logged=(frozenset(),) * n,
+            active=empty,
+            replica=dict(empty),
+            queue={x: () for x in config.nodes},
+        )
+
+    # --- the map and the chain -------------------------------------------------------------------------
+
+    @property
+    def coordinator(self) -> str:
+        return self.members[0]
+
+    @property
+    def buckets(self) -> range:
+        return range(self.config.bucket_count)
+
+    def owned(self, node: str, owner: tuple[str, ...] | None = None) -> list[int]:
+        return [b for b, o in enumerate(owner or self.owner) if o == node]
+
+    def _replica_holder(self, node: str, members: tuple[str, ...]) -> str | None:
+        """The member holding node's replica: the next to have joined, the first after the last."""
+        if len(members) == 1:
+            return None
+        return members[(members.index(node) + 1) % len(members)]
+
+    def replica_holder(self, node: str) -> str | None:
+        return self._replica_holder(node, self.members)
+
+    def replica_of(self, holder: str, members: tuple[str, ...]) -> str | None:
+        """The member whose partition `holder` keeps as replica."""
+        return next((x for x in members if self._replica_holder(x, members) == holder), None)
+
+    def _route(self, bucket: int) -> str:
+        """Who serves the bucket: the replica of its departed owner until pulled, else the permanent owner
+        (also while the bucket is in transfer: the new owner answers only once it owns it)."""
+        return self.orphan[bucket] or self.owner[bucket]
+
+    def store_of(self, bucket: int) -> Store:
+        """The store the bucket's keys are served from."""
+        orphan = self.orphan[bucket]
+        return self.replica[orphan] if orphan else self.active[self.owner[bucket]]
+
+    def weight(self, bucket: int) -> int:
+        """A bucket's weight for the join's choice: the entries its owner holds (NCache: their bytes)."""
+        return sum(1 for k in self.active[self.owner[bucket]] if self.config.bucket(k) == bucket)
+
+    def gives(self, node: str, share: int) -> list[int]:
+        """The buckets node gives a joiner so that it keeps `share`: its lightest beyond the share."""
+        owned = sorted(self.owned(node), key=lambda b: (self.weight(b), b))
+        return owned[: max(0, len(owned) - share)]
+
+    def reassigned(self, orphaned: list[int], members: tuple[str, ...], share: int) -> dict[int, str]:
+        """New owners of orphaned buckets: round-robin over the members below the share in join order
+        (counts not updated while assigning, as in NCache), the coordinator when none is below."""
+        below = [x for x in members if len(set(self.owned(x)) - set(orphaned)) < share]
+        if not below:
+            return {b: members[0] for b in orphaned}
+        return {b: below[i % len(below)] for i, b in enumerate(sorted(orphaned))}
+
+    def _reverts(self, bucket: int, leaver: str) -> bool:
+        """Whether a leave reverts this bucket's transfer: it was moving to the leaver."""
+        return self.temp[bucket] == leaver
+
+    def _replayed(self, bucket: int) -> frozenset[int]:
+        """The logged keys replayed on the new owner before the switch: all of them."""
+        return self.logged[bucket]
+
+    def _rebuilt(
+        self,
+        members: tuple[str, ...],
+        owner: tuple[str, ...],
+        orphan: tuple[str | None, ...],
+        kept: Mapping[str, Store],
+    ) -> dict[str, Store]:
+        """Replica stores after a membership change: each re-pulled from its member's active partition,
+        except the keys of buckets it serves as an orphan holder (taken from `kept`)."""
+        bucket = self.config.bucket
+        out: dict[str, Store] = {}
+        for h in self.config.nodes:
+            if h not in members:
+                out[h] = {}
+                continue
+            of = self.replica_of(h, members)
+            store = {k: v for k, v in kept[h].items() if orphan[bucket(k)] == h}
+            if of is not None:
+                store.update(
+                    (k, v)
+                    for k, v in self.active[of].items()
+                    if owner[bucket(k)] == of and orphan[bucket(k)] != h
+                )
+            out[h] = store
+        return out
+
+    # --- guards ----------------------------------------------------------------------------------------
+
+    def _require(self, ok: bool, step: str) -> None:
+        if not ok:
+            raise StepNotEnabled(f"{step} is not enabled")
+
+    @property
+    def next_node(self) -> str | None:
+        joined = len(self.members) + len(self.left)
+        return self.config.nodes[joined] if joined < len(self.config.nodes) else None
+
+    @property
+    def quiet(self) -> bool:
+        return all(s == FUNCTIONAL for s in self.status) and not any(self.queue.values())
+
+    def can_fail_replication(self, key: int) -> bool:
+        bucket = self.config.bucket(key)
+        return (
+            self.config.sync
+            and self.orphan[bucket] is None
+            and self.replica_holder(self.owner[bucket]) is not None
+        )
+
+    # --- client writes and replication -----------------------------------------------------------------
+
+    def write(self, key: int, value: int) -> NCacheCluster:
+        """A client write: at the serving member, logged if the bucket is under state transfer, replicated
+        synchronously to the owner's replica holder or queued for it."""
+        bucket = self.config.bucket(key)
+        served = self._route(bucket)
+        active, replica, queue = dict(self.active), dict(self.replica), dict(self.queue)
+        if self.orphan[bucket] is not None:
+            replica[served] = {**replica[served], key: value}
+        else:
+            active[served] = {**active[served], key: value}
+            holder = self.replica_holder(served)
+            if holder is not None and self.config.sync:
+                replica[holder] = {**replica[holder], key: value}
+            elif holder is not None:
+                queue[served] = (*queue[served], (key, value))
+        logged = self.logged
+        if self.status[bucket] == UNDER_STATE_TRANSFER:
+            logged = _set(logged, bucket, logged[bucket] | {key})
+        return replace(self, active=active, replica=replica, queue=queue, logged=logged)
+
+    def replication_failure(self, key: int, value: int) -> NCacheCluster:
+        """A synchronous replication fails: the item is removed from the owner and the replica again and
+        the client gets an error - the stores end as they were."""
+        self._require(self.can_fail_replication(key), "ReplicationFailure")
+        return self
+
+    def replicate(self, node: str) -> NCacheCluster:
+        """The head of node's queue goes to its replica holder; dropped if node no longer owns the bucket
+        (it moved with its data and its new replica was pulled)."""
+        self._require(node in self.members and bool(self.queue[node]), f"Replicate({node})")
+        (key, value), rest = self.queue[node][0], self.queue[node][1:]
+        bucket = self.config.bucket(key)
+        holder = self.replica_holder(node)
+        replica = dict(self.replica)
+        if holder is not None and self.owner[bucket] == node and self.orphan[bucket] is None:
+            replica[holder] = {**replica[holder], key: value}
+        return replace(self, replica=replica, queue={**self.queue, node: rest})
+
+    # --- state transfer --------------------------------------------------------------------------------
+
+    def join(self, node: str) -> NCacheCluster:
+        """The next node joins when every bucket is functional: the buckets each member holds beyond the
+        new share get it as temporary owner; replicas are re-pulled along the new chain."""
+        self._require(node == self.next_node and self.quiet_map, f"Join({node})")
+        members = (*self.members, node)
+        share = self.config.bucket_count // len(members)
+        moving = {b for x in self.members for b in self.gives(x, share)}
+        temp = tuple(node if b in moving else None for b in self.buckets)
+        status = tuple(NEED_TRANSFER if b in moving else FUNCTIONAL for b in self.buckets)
+        replica = self._rebuilt(members, self.owner, self.orphan, self.replica)
+        return replace(self, members=members, temp=temp, status=status, replica=replica)
+
+    @property
+    def quiet_map(self) -> bool:
+        return all(s == FUNCTIONAL for s in self.status)
+
+    def start_transfer(self, bucket: int) -> NCacheCluster:
+        """The temporary owner copies the bucket from its permanent owner; writes are logged from now on."""
+        target = self.temp[bucket]
+        self._require(self.status[bucket] == NEED_TRANSFER and target is not None, f"StartTransfer({bucket})")
+        assert target is not None
+        active = dict(self.active)
+        active[target] = _copy_bucket(active[target], active[self.owner[bucket]], bucket, self.config)
+        return replace(
+            self,
+            active=active,
+            status=_set(self.status, bucket, UNDER_STATE_TRANSFER),
+            logged=_set(self.logged, bucket, frozenset()),
+        )
+
+    def end_transfer(self, bucket: int) -> NCacheCluster:
+        """The log is replayed on the new owner, then the bucket switches: the new owner and its replica
+        holder have it, the old owner and its replica holder drop it."""
+        self._require(self.status[bucket] == UNDER_STATE_TRANSFER, f"EndTransfer({bucket})")
+        old, new = self.owner[bucket], self.temp[bucket]
+        assert new is not None
+        caught = dict(self.active[new])
+        for k in self._replayed(bucket):
+            if k in self.active[old]:
+                caught[k] = self.active[old][k]
+            else:
+                caught.pop(k, None)
+        active = {**self.active, new: caught, old: _clear_bucket(self.active[old], bucket, self.config)}
+        replica = self._moved_replica(bucket, self.replica_holder(old), new, active)
+        return replace(
+            self,
+            owner=_set(self.owner, bucket, new),
+            temp=_set(self.temp, bucket, None),
+            status=_set(self.status, bucket, FUNCTIONAL),
+            logged=_set(self.logged, bucket, frozenset()),
+            active=active,
+            replica=replica,
+        )
+
+    def _moved_replica(
+        self, bucket: int, dropped_by: str | None, owner: str, active: Mapping[str, Store]
+    ) -> dict[str, Store]:
+        """Replica stores after bucket moved to owner: `dropped_by`'s replica store drops it, owner's
+        replica holder pulls it from owner's active store."""
+        replica: dict[str, Store] = dict(self.replica)
+        if dropped_by is not None:
+            replica[dropped_by] = _clear_bucket(replica[dropped_by], bucket, self.config)
+        holder = self.replica_holder(owner)
+        if holder is not None:
+            replica[holder] = _copy_bucket(replica[holder], active[owner], bucket, self.config)
+        return replica
+
+    def pull_orphan(self, bucket: int) -> NCacheCluster:
+        """The new owner of an orphaned bucket pulls it from the replica serving it."""
+        source = self.orphan[bucket]
+        self._require(source is not None, f"PullOrphan({bucket})")
+        assert source is not None
+        x = self.owner[bucket]
+        active = {**self.active, x: _copy_bucket(self.active[x], self.replica[source], bucket, self.config)}
+        return replace(
+            self,
+            active=active,
+            replica=self._moved_replica(bucket, source, x, active),
+            orphan=_set(self.orphan, bucket, None),
+            status=_set(self.status, bucket, FUNCTIONAL),
+        )
+
+    def leave(self, node: str, graceful: bool) -> NCacheCluster:
+        """node leaves (graceful: its queue is flushed first; abrupt: the queue is lost)."""
+        self._require(node in self.members and len(self.members) > 1, f"Leave({node})")
+        return self._depart(node, graceful)
+
+    def _depart(self, node: str, graceful: bool) -> NCacheCluster:
+        """The cluster without node: transfers to it revert; its buckets are orphaned - served from its
+        replica holder (those already served from its own replica store are lost) - and handed to the
+        members below the share."""
+        members = tuple(x for x in self.members if x != node)
+        holder = self.replica_holder(node)
+        assert holder is not None
+        flushed = dict(self.replica[holder])
+        if graceful:
+            for key, value in self.queue[node]:
+                if self.owner[self.config.bucket(key)] == node:
+                    flushed[key] = value
+        orphaned = self.owned(node)
+        to = self.reassigned(orphaned, members, self.config.bucket_count // len(members))
+        owner = tuple(to.get(b, o) for b, o in enumerate(self.owner))
+        orphan = tuple(
+            None if o == node else holder if b in to and o is None else o for b, o in enumerate(self.orphan)
+        )
+        cleared = {b for b in self.buckets if b in to or self._reverts(b, node)}
+        status = tuple(
+            NEED_TRANSFER
+            if orphan[b] is not None
+            else FUNCTIONAL
+            if b in cleared or self.orphan[b] == node
+            else s
+            for b, s in enumerate(self.status)
+        )
+        return replace(
+            self,
+            members=members,
+            left=self.left | {node},
+            owner=owner,
+            orphan=orphan,
+            temp=tuple(None if b in cleared else t for b, t in enumerate(self.temp)),
+            status=status,
+            logged=tuple(frozenset() if b in cleared else g for b, g in enumerate(self.logged)),
+            active={**self.active, node: {}},
+            replica=self._rebuilt(members, owner, orphan, {**self.replica, holder: flushed}),
+            queue={**self.queue, node: ()},
+        )
+
+    # --- split-brain -------------------------------------------------------------------------------------
+
+    def loses(self, node: str) -> bool:
+        """Whether a split cutting node off leaves it the loser: the rest is larger, or on a tie the rest's
+        coordinator has the lower address (the oldest member is the lowest here)."""
+        return len(self.members) > 2 or node != self.members[0]
+
+    def split(self, node: str) -> NCacheCluster:
+        """The network cuts node off: the rest goes on as if it had left abruptly; node goes on serving
+        the clients connected to it from what it holds."""
+        ok = self.cut is None and node in self.members and len(self.members) > 1 and self.loses(node)
+        self._require(ok, f"Split({node})")
+        return replace(self._depart(node, graceful=False), cut=node, cut_store=self.active[node])
+
+    def loser_write(self, key: int, value: int) -> NCacheCluster:
+        """A client connected to the cut-off member writes there (and is acknowledged)."""
+        self._require(self.cut is not None, "LoserWrite")
+        return replace(self, cut_store={**self.cut_store, key: value})
+
+    def merge(self) -> NCacheCluster:
+        """Connectivity returns: the loser restarts to rejoin the winner; its data is discarded."""
+        self._require(self.cut is not None, "Merge")
+        return replace(self, cut=None, cut_store={})
+
+    def done(self) -> NCacheCluster:
+        """The terminal step: nothing in flight."""
+        self._require(self.quiet, "Done")
+        return self
+
+    # --- steps -----------------------------------------------------------------------------------------
+
+    def enabled(self, keys: frozenset[int], value: int) -> Iterator[Step]:
+        """Every step enabled here; a write writes `value`."""
+        if self.quiet:
+            yield Step("Done")
+        for k in sorted(keys):
+            yield Step("Write", key=k, value=value)
+            if self.can_fail_replication(k):
+                yield Step("ReplicationFailure", key=k, value=value)
+        for x in self.members:
+            if self.queue[x]:
+                yield Step("Replicate", node=x)
+        if self.next_node is not None and self.quiet_map:
+            yield Step("Join", node=self.next_node)
+        if len(self.members) > 1:
+            for x in self.members:
+                yield Step("Leave", node=x, graceful=True)
+                yield Step("Leave", node=x, graceful=False)
+        if self.cut is None and len(self.members) > 1:
+            for x in self.members:
+                if self.loses(x):
+                    yield Step("Split", node=x)
+        if self.cut is not None:
+            for k in sorted(keys):
+                yield Step("LoserWrite", key=k, value=value)
+            yield Step("Merge", node=self.cut)
+        for b in self.buckets:
+            if self.status[b] == NEED_TRANSFER and self.temp[b] is not None:
+                yield Step("StartTransfer", bucket=b)
+            if self.status[b] == UNDER_STATE_TRANSFER:
+                yield Step("EndTransfer", bucket=b)
+            if self.orphan[b] is not None:
+                yield Step("PullOrphan", bucket=b)
+
+    def apply(self, step: Step) -> NCacheCluster:
+        """The step's operation (StepNotEnabled if its guard is false or a parameter is missing)."""
+        try:
+            match step.name:
+                case "Write":
+                    return self.write(_given(step.key), _given(step.value))
+                case "ReplicationFailure":
+                    return self.replication_failure(_given(step.key), _given(step.value))
+                case "Replicate":
+                    return self.replicate(_given(step.node))
+                case "Join":
+                    return self.join(_given(step.node))
+                case "Leave":
+                    return self.leave(_given(step.node), _given(step.graceful))
+                case "StartTransfer":
+                    return self.start_transfer(_given(step.bucket))
+                case "EndTransfer":
+                    return self.end_transfer(_given(step.bucket))
+                case "PullOrphan":
+                    return self.pull_orphan(_given(step.bucket))
+                case "Split":
+                    return self.split(_given(step.node))
+                case "LoserWrite":
+                    return self.loser_write(_given(step.key), _given(step.value))
+                case "Merge":
+                    self._require(step.node == self.cut, "Merge")
+                    return self.merge()
+                case "Done":
+                    return self.done()
+        except (KeyError, IndexError) as error:
+            raise StepNotEnabled(f"{step.name}: unknown member or bucket {error}") from error
+        raise StepNotEnabled(f"unknown step {step.name!r}")
+
+
+T = TypeVar("T")
+
+
+def _set(values: tuple[T, ...], index: int, value: T) -> tuple[T, ...]:
+    return (*values[:index], value, *values[index + 1 :])
+
+
+def _given(value: T | None) -> T:
+    if value is None:
+        raise StepNotEnabled("a parameter of the step is missing")
+    return value

@@ -1,0 +1,37 @@
+"""`tidemark doctor`: what it reports of this machine, and exit 3 when something tidemark needs is missing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conformance.cli import main
+
+
+def test_doctor_reports_every_component(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    found = {c["component"]: c for c in report["components"]}
+    assert report["ok"] is True
+    assert {"python", "java", "TLC jar", "spark", "maven", "ignite harness 2.18.0"} <= set(found)
+    assert "17" in found["java"]["detail"] or "21" in found["java"]["detail"]
+    assert found["spark"]["detail"].startswith("pyspark ")
+    assert found["ignite harness 2.18.0"]["required"] is False
+
+
+def test_without_java_doctor_says_what_to_install_and_exits_3(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert main(["doctor"]) == 3
+    out = capsys.readouterr().out
+    assert "MISSING" in out and "JDK 17" in out
+    assert "something tidemark needs is missing" in out
+
+
+def test_an_unknown_ignite_version_is_reported_not_built(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "--json", "--ignite-version", "2.0.0"]) == 0
+    found = {c["component"]: c for c in json.loads(capsys.readouterr().out)["components"]}
+    assert found["ignite harness 2.0.0"]["ok"] is False
+    assert "not built" in found["ignite harness 2.0.0"]["detail"]
