@@ -91,11 +91,12 @@ class CounterMapping:
             self.max_counter = _int(constants["MaxCounter"])
             self.deltas = sorted(cast(frozenset[int], constants["Deltas"]))
             self.limit = _int(constants["MaxMissedUpdates"])
+            self.primary = str(constants["Primary"])
         except (KeyError, ReplayError) as error:
             raise TidemarkError(
                 f"model constants do not fit UpdateCounter: {error}",
                 source="UpdateCounter model",
-                expected="Copies, MaxCounter, Deltas, MaxMissedUpdates",
+                expected="Copies, Primary, MaxCounter, Deltas, MaxMissedUpdates",
             ) from error
         self.counter_class = counter_class
 
@@ -133,12 +134,13 @@ class CounterMapping:
         """The spec's Init: every copy's counter new, nothing reserved (a driver's `init`)."""
         nothing: frozenset[Range] = frozenset()
         return CounterCopies(
-            counters={c: self.counter_class() for c in self.copies},
+            counters={c: self.counter_class(max_missed_updates=self.limit) for c in self.copies},
             pending={c: nothing for c in self.copies},
             done={c: frozenset() for c in self.copies},
             committed=nothing,
             rolled_back=nothing,
             rejoined=frozenset(),
+            primary=self.primary,
             action=shared_record(name="Init"),
         )
 
