@@ -7,7 +7,7 @@ JVM), so each pays the cold start a `tidemark conform` run pays.
 
     python bench/bench_conform.py [--spec spec/UpdateCounter.tla] [--config CFG] [--small CFG] [--skip-spark]
     python bench/bench_conform.py --spec spec/PME.tla                      # the composed protocol
-    python bench/bench_conform.py --config spec/UpdateCounter-large.cfg    # about 1.15 million edges
+    python bench/bench_conform.py --config spec/UpdateCounter-large.cfg    # about 2.5 million edges
 
 Prints figures only; nothing is asserted.
 """

@@ -25,7 +25,8 @@ __all__ = [
     "VolatileUpdateCounter",
 ]
 
-#: Ignite's ``MAX_MISSED_UPDATES``: queueing one more out-of-order range is a critical failure (OOM guard).
+#: Ignite's ``MAX_MISSED_UPDATES``, the default gap limit: queueing one more out-of-order range is a critical
+#: failure (OOM guard). A counter takes its own limit, so that a small model reaches it.
 MAX_MISSED_UPDATES = 10_000
 
 #: Version byte of Ignite's serialized gap list (``getBytes``).
@@ -47,7 +48,7 @@ class CounterInconsistencyError(AssertionError):
 
 
 class TooManyGapsError(RuntimeError):
-    """Queueing a range beyond `MAX_MISSED_UPDATES` items (Ignite: "Too many gaps", a critical failure)."""
+    """Queueing a range beyond the gap limit (Ignite: "Too many gaps", a critical failure: the node stops)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,17 +82,26 @@ class PartitionUpdateCounter:
 
     `items` holds the ranges applied out of order as sorted ``(start, delta)`` pairs; a pair covers the
     counters ``start+1 .. start+delta``. The applied counters are exactly ``1..lwm`` plus the items.
+    `max_missed_updates` is the gap limit (Ignite's ``MAX_MISSED_UPDATES``), configuration, not state.
     """
 
-    __slots__ = ("_first", "_hwm", "_items", "_lwm")
+    __slots__ = ("_first", "_hwm", "_items", "_limit", "_lwm")
 
     def __init__(
-        self, lwm: int = 0, hwm: int | None = None, items: Iterable[tuple[int, int]] = (), first: bool = True
+        self,
+        lwm: int = 0,
+        hwm: int | None = None,
+        items: Iterable[tuple[int, int]] = (),
+        first: bool = True,
+        *,
+        max_missed_updates: int = MAX_MISSED_UPDATES,
     ) -> None:
         """Build any valid state; `hwm` defaults to the highest applied counter (as after a restore)."""
         item_list = [(int(start), int(delta)) for start, delta in items]
         if lwm < 0:
             raise ValueError(f"lwm must be >= 0, got {lwm}")
+        if max_missed_updates <= 0:
+            raise ValueError(f"max_missed_updates must be > 0, got {max_missed_updates}")
         _check_items(lwm, item_list)
         self._lwm = lwm
         self._items = item_list
@@ -99,6 +109,7 @@ class PartitionUpdateCounter:
         if self._hwm < 0:
             raise ValueError(f"hwm must be >= 0, got {self._hwm}")
         self._first = first
+        self._limit = max_missed_updates
 
     # --- state -------------------------------------------------------------------------------------------
 
@@ -121,6 +132,11 @@ class PartitionUpdateCounter:
     def first(self) -> bool:
         """True until the first `update_lwm` (the first exchange drops queued items)."""
         return self._first
+
+    @property
+    def max_missed_updates(self) -> int:
+        """The gap limit: how many out-of-order ranges may be queued."""
+        return self._limit
 
     @property
     def highest_applied(self) -> int:
@@ -146,6 +162,7 @@ class PartitionUpdateCounter:
         clone._hwm = self._hwm
         clone._items = list(self._items)
         clone._first = self._first
+        clone._limit = self._limit
         return clone
 
     def __eq__(self, other: object) -> bool:
@@ -180,13 +197,19 @@ class PartitionUpdateCounter:
     def update(self, start: int, delta: int) -> bool:
         """Apply the committed or rolled-back range start+1 .. start+delta; True if it was new.
 
-        Ignite's ``update(start, delta)``: start < lwm is stale (False); start == lwm moves lwm and absorbs
-        the queued item starting at the new lwm; start > lwm queues the range, merged with the item ending
-        at start and the item starting at start+delta; a range whose last counter is already covered by an
-        item is a duplicate (False). Never changes HWM.
+        Ignite's ``update(start, delta)``: start < lwm is stale (False), whatever the range's end;
+        start == lwm moves lwm and absorbs the queued item starting at the new lwm; start > lwm queues the
+        range, merged with the item ending at start and the item starting at start+delta. A range that
+        lies inside a queued item is a duplicate (False). Never changes HWM.
 
-        A range that partly overlaps applied counters (start >= lwm) is not a valid input: Ignite would
-        corrupt its queue (overlapping items), so ValueError is raised and nothing changes.
+        The gap limit, in Ignite's order: queueing a new item when `max_missed_updates` are queued raises
+        TooManyGapsError, and so does a duplicate that starts exactly where a queued item starts, because
+        Ignite checks the limit before it looks for an item there (a duplicate inside an item that starts
+        below it is found first and ignored).
+
+        A range that partly overlaps the applied counters (start >= lwm, some of its counters applied and
+        some not) is not a valid input: 2PC applies a range whole or not at all, and Ignite would corrupt
+        its queue. It raises ValueError and changes nothing.
         """
         if delta <= 0:
             raise ValueError(f"update: delta must be > 0, got {delta}")
@@ -195,30 +218,31 @@ class PartitionUpdateCounter:
             return False
         items = self._items
         last = start + delta
-        # Items starting below `last`; only the last of them can reach into start+1 .. last.
+        # The last item starting below `last`: the only one that can hold counters of start+1 .. last
+        # (items before it end before it starts).
         below = bisect_left(items, last, key=_start_of)
         prev = items[below - 1] if below > 0 else None
         prev_end = prev[0] + prev[1] if prev is not None else -1
-        nxt_index = below if below < len(items) and items[below][0] == last else None
-
-        if start == lwm:
-            if prev is not None and prev_end > start:
+        duplicate = False
+        if prev is not None and prev_end > start:  # the range meets the applied item `prev`
+            if prev[0] > start or prev_end < last:
                 raise ValueError(self._overlap_message(start, delta, prev))
-            if nxt_index is not None:
-                last += items.pop(nxt_index)[1]  # only one queued item can start exactly at the new lwm
+            if prev[0] < start:
+                return False  # inside an item that starts below it: Ignite's lower-entry check finds it
+            duplicate = True  # inside the item that starts at `start`: found after the limit check
+        nxt = below if below < len(items) and items[below][0] == last else None
+        merge_left = prev is not None and prev_end == start
+        if start > lwm and nxt is None and not merge_left and len(items) >= self._limit:
+            raise TooManyGapsError(f"Too many gaps: {len(items)} queued ranges, counter={self!r}")
+        if duplicate:
+            return False
+        if start == lwm:
+            if nxt is not None:
+                last += items.pop(nxt)[1]  # only one queued item can start exactly at the new lwm
             self._lwm = last
             return True
-
-        if prev is not None:
-            if prev_end >= last:
-                return False  # already covered (duplicate delivery or WAL replay)
-            if prev_end > start:
-                raise ValueError(self._overlap_message(start, delta, prev))
-        merge_left = prev is not None and prev_end == start
-        if nxt_index is None and not merge_left and len(items) >= MAX_MISSED_UPDATES:
-            raise TooManyGapsError(f"Too many gaps: {len(items)} queued ranges, counter={self!r}")
-        if nxt_index is not None:
-            delta += items.pop(nxt_index)[1]
+        if nxt is not None:
+            delta += items.pop(nxt)[1]
         if prev is not None and merge_left:
             items[below - 1] = (prev[0], prev[1] + delta)
         else:
@@ -276,14 +300,16 @@ class PartitionUpdateCounter:
         return b"".join(parts)
 
     @classmethod
-    def from_bytes(cls, lwm: int, data: bytes | None) -> Self:
+    def from_bytes(
+        cls, lwm: int, data: bytes | None, *, max_missed_updates: int = MAX_MISSED_UPDATES
+    ) -> Self:
         """Restore after a node restart: lwm from partition meta, items from `to_bytes` output.
 
         As on Ignite's restore, HWM = highest applied and the next exchange is the first one. Stricter than
         Ignite (which skips the version and ignores trailing bytes): malformed data raises ValueError.
         """
         if data is None:
-            return cls(lwm, None, (), True)
+            return cls(lwm, None, (), True, max_missed_updates=max_missed_updates)
         if not data:
             raise ValueError("gap data: expected the version byte at byte offset 0, got no data")
         if data[0] != GAPS_FORMAT_VERSION:
@@ -317,7 +343,7 @@ class PartitionUpdateCounter:
                 f"got {len(data) - offset} trailing bytes"
             )
         try:
-            return cls(lwm, None, items, True)
+            return cls(lwm, None, items, True, max_missed_updates=max_missed_updates)
         except ValueError as exc:
             raise ValueError(f"gap data: invalid items for lwm={lwm}: {exc}") from exc
 

@@ -34,6 +34,7 @@ FIGURES = ROOT / "docs" / "figures.json"
 # Every model a doc quotes figures of, with its spec.
 MODELS = {
     "spec/UpdateCounter.cfg": "spec/UpdateCounter.tla",
+    "spec/UpdateCounter-limit.cfg": "spec/UpdateCounter.tla",
     "spec/UpdateCounter-large.cfg": "spec/UpdateCounter.tla",
     "tests/models/UpdateCounter-small.cfg": "spec/UpdateCounter.tla",
     "spec/TxCounters.cfg": "spec/TxCounters.tla",

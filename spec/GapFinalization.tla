@@ -20,11 +20,12 @@
 EXTENDS Naturals, Sequences
 
 LOCAL Ctr == INSTANCE UpdateCounter WITH Copies <- {"c"}, Primary <- "c", MaxCounter <- 0, Deltas <- {1},
-                                         counter <- <<>>, pending <- <<>>, done <- <<>>, committed <- {},
-                                         rolledBack <- {}, rejoined <- {}, action <- <<>>
+                                         MaxMissedUpdates <- 10000, counter <- <<>>, pending <- <<>>,
+                                         done <- <<>>, committed <- {}, rolledBack <- {}, rejoined <- {},
+                                         primary <- "c", action <- <<>>
 
 \* The holes below the highest applied counter, as ranges <<start, delta>> in counter order.
-Holes(ctr) == Ctr!Runs((1..Ctr!HighestApplied(ctr)) \ Ctr!Covered(ctr))
+Holes(ctr) == Ctr!Holes(ctr)
 
 \* The counter after finalize(): no items, LWM = HWM = the highest applied counter.
 Finalized(ctr) == Ctr!Finalize(ctr)

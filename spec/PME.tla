@@ -112,8 +112,8 @@ vars == <<txVars, pmeVars>>
 Tx == INSTANCE TxCounters
 Fin == INSTANCE GapFinalization
 Ctr == INSTANCE UpdateCounter WITH Copies <- {"c"}, Primary <- "c", MaxCounter <- 0, Deltas <- {1},
-                                   pending <- <<>>, done <- <<>>, committed <- {}, rolledBack <- {},
-                                   rejoined <- {}
+                                   MaxMissedUpdates <- 10000, pending <- <<>>, done <- <<>>,
+                                   committed <- {}, rolledBack <- {}, rejoined <- {}, primary <- "c"
 
 Servers == Tx!Servers
 Parts == Tx!Parts

@@ -115,8 +115,8 @@ VARIABLES
 vars == <<alive, restarted, topVer, readyVer, owners, near, txs, counter, data, wal, msgs, action>>
 
 Ctr == INSTANCE UpdateCounter WITH Copies <- {"c"}, Primary <- "c", MaxCounter <- 0, Deltas <- {1},
-                                   pending <- <<>>, done <- <<>>, committed <- {}, rolledBack <- {},
-                                   rejoined <- {}
+                                   MaxMissedUpdates <- 10000, pending <- <<>>, done <- <<>>,
+                                   committed <- {}, rolledBack <- {}, rejoined <- {}, primary <- "c"
 Fin == INSTANCE GapFinalization
 
 -----------------------------------------------------------------------------

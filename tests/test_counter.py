@@ -55,6 +55,12 @@ def test_constructor_rejects_invalid_items(lwm: int, items: list[tuple[int, int]
         PartitionUpdateCounter(lwm=lwm, items=items)
 
 
+def test_constructor_rejects_a_negative_hwm() -> None:
+    with pytest.raises(ValueError, match="hwm must be >= 0, got -1"):
+        PartitionUpdateCounter(lwm=0, hwm=-1)
+    assert PartitionUpdateCounter(lwm=0, hwm=0).hwm == 0
+
+
 def test_items_property_is_a_copy() -> None:
     c = PartitionUpdateCounter(lwm=0, items=[(2, 1)])
     c.items.append((10, 1))
@@ -77,6 +83,8 @@ def test_equality_compares_whole_state_and_repr_shows_it() -> None:
     assert a != PartitionUpdateCounter(lwm=1, hwm=4, items=[(2, 1)], first=False)
     assert repr(a) == "PartitionUpdateCounter(lwm=1, hwm=4, items=[(2, 1)], first=True)"
     assert a.snapshot() == CounterState(1, 4, ((2, 1),), True)
+    # Another type is not comparable here: Python then tries the other side.
+    assert a.__eq__(CounterState(1, 4, ((2, 1),), True)) is NotImplemented
 
 
 # --- reserve -------------------------------------------------------------------------------------------
@@ -188,23 +196,19 @@ def test_covered_duplicates_return_false_and_change_nothing(start: int, delta: i
     assert c.snapshot() == before
 
 
-def test_range_whose_last_counter_is_covered_returns_false() -> None:
-    # The item (6, 2) covers 7..8; range 6..8 has its last counter covered -> duplicate by Ignite's rule.
-    c = PartitionUpdateCounter(lwm=4, hwm=20, items=[(6, 2)])
-    before = c.snapshot()
-    assert c.update(5, 3) is False
-    assert c.snapshot() == before
-
-
 @pytest.mark.parametrize(
     ("start", "delta"),
     [
         (5, 3),  # catch-up range 6..8 runs into item (6, 2), which covers 7..8
+        (6, 3),  # 7..9: the item (6, 2) covers 7..8, counter 9 is new
         (7, 3),  # 8..10 overlaps the end of (6, 2)
         (8, 6),  # 9..14 contains the whole item (10, 2)
+        (9, 2),  # 10..11: the item (10, 2) covers 11, counter 10 is new
+        (9, 4),  # 10..13: both ends new, the item (10, 2) inside
     ],
 )
 def test_partial_overlap_is_rejected_without_change(start: int, delta: int) -> None:
+    # One documented error for every range that is partly applied, whichever side the applied part is on.
     c = PartitionUpdateCounter(lwm=5, hwm=20, items=[(6, 2), (10, 2)])
     before = c.snapshot()
     with pytest.raises(ValueError, match="partly overlaps"):
@@ -260,6 +264,61 @@ def test_limit_allows_exactly_max_items() -> None:
     with pytest.raises(TooManyGapsError):
         c.update(3 * MAX_MISSED_UPDATES + 10, 1)
     assert len(c.items) == MAX_MISSED_UPDATES
+
+
+def two_items(limit: int) -> PartitionUpdateCounter:
+    # Items (1, 2) and (5, 1): counters 2..3 and 6 applied, 1 and 4..5 missing.
+    return PartitionUpdateCounter(lwm=0, hwm=8, items=[(1, 2), (5, 1)], max_missed_updates=limit)
+
+
+@pytest.mark.parametrize(("start", "delta"), [(1, 1), (1, 2), (5, 1)])
+def test_a_duplicate_starting_where_an_item_starts_hits_the_limit_like_ignite(start: int, delta: int) -> None:
+    # Ignite looks at the item below `start`, then checks the limit, and only then finds the item that
+    # starts at `start`: at the limit, a duplicate it would otherwise ignore throws.
+    c = two_items(limit=2)
+    before = c.snapshot()
+    with pytest.raises(TooManyGapsError):
+        c.update(start, delta)
+    assert c.snapshot() == before
+    assert two_items(limit=3).update(start, delta) is False
+
+
+def test_a_duplicate_inside_an_item_starting_below_is_ignored_at_the_limit() -> None:
+    c = two_items(limit=2)
+    assert c.update(2, 1) is False  # counter 3, inside (1, 2): the lower item is checked first
+    assert c.update(2, 1) is False
+    assert c.items == [(1, 2), (5, 1)]
+
+
+@pytest.mark.parametrize(
+    ("start", "delta", "items"),
+    [
+        (0, 1, [(5, 1)]),  # catch-up absorbing (1, 2)
+        (3, 1, [(1, 3), (5, 1)]),  # merge left
+        (4, 1, [(1, 2), (4, 2)]),  # merge right
+        (3, 2, [(1, 5)]),  # merge both
+    ],
+)
+def test_updates_that_queue_no_new_item_pass_at_the_limit(
+    start: int, delta: int, items: list[tuple[int, int]]
+) -> None:
+    c = two_items(limit=2)
+    assert c.update(start, delta) is True
+    assert c.items == items
+
+
+def test_the_limit_is_per_counter_and_survives_copy_and_restore() -> None:
+    c = two_items(limit=2)
+    with pytest.raises(TooManyGapsError):
+        c.copy().update(7, 1)  # counter 8: a third item
+    restored = PartitionUpdateCounter.from_bytes(c.lwm, c.to_bytes(), max_missed_updates=2)
+    assert restored.max_missed_updates == 2
+    with pytest.raises(TooManyGapsError):
+        restored.update(7, 1)
+    assert two_items(limit=3).update(7, 1) is True
+    assert PartitionUpdateCounter().max_missed_updates == MAX_MISSED_UPDATES == 10_000
+    with pytest.raises(ValueError, match="max_missed_updates must be > 0"):
+        PartitionUpdateCounter(max_missed_updates=0)
 
 
 # --- update_lwm (exchange) -------------------------------------------------------------------------------
@@ -369,6 +428,12 @@ def good_bytes() -> bytes:
     return data
 
 
+def test_an_empty_gap_list_restores_a_sequential_counter() -> None:
+    # Ignite writes nothing for an empty queue, but reads a zero item count as an empty one.
+    restored = PartitionUpdateCounter.from_bytes(3, struct.pack(">bi", 1, 0))
+    assert state(restored) == (3, 3, []) and restored.first
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -398,6 +463,10 @@ def test_to_bytes_rejects_values_beyond_int64() -> None:
 
 
 def test_volatile_reserve_advances_the_single_counter() -> None:
+    v = VolatileUpdateCounter()
+    assert v.counter == 0
+    assert v.reserve(1) == 0
+    assert v.reserve(2) == 1
     v = VolatileUpdateCounter()
     assert v.reserve(3) == 0
     assert v.reserve(2) == 3
@@ -431,7 +500,11 @@ def test_volatile_copy_equality_and_validation() -> None:
     assert w == v and repr(w) == "VolatileUpdateCounter(counter=3)"
     w.update(3, 1)
     assert w != v
+    assert v.__eq__(PartitionUpdateCounter(3)) is NotImplemented
     with pytest.raises(ValueError):
         VolatileUpdateCounter(-1)
     with pytest.raises(ValueError):
         v.update(0, 0)
+    with pytest.raises(ValueError, match="delta must be > 0"):
+        v.reserve(0)
+    assert v.counter == 3

@@ -19,7 +19,7 @@ from conformance.errors import BAD_INPUT, ENVIRONMENT, INTERRUPTED, exit_code
 from conformance.options import build_parser
 
 SMALL = "tests/models/UpdateCounter-small.cfg"
-VARIABLES = ["action", "committed", "counter", "done", "pending", "rejoined", "rolledBack"]
+VARIABLES = ["action", "committed", "counter", "done", "pending", "primary", "rejoined", "rolledBack"]
 
 
 def _trace_file(directory: Path) -> Path:

@@ -73,6 +73,7 @@ def test_the_python_driver_answers_every_request() -> None:
                 "Primary": "p",
                 "MaxCounter": 1,
                 "Deltas": {"#set": [1]},
+                "MaxMissedUpdates": 1,
             },
         },
         {"type": "step", "action": {"name": "Reserve", "copy": "p", "start": 0, "delta": 1}},
@@ -93,7 +94,8 @@ def test_the_python_driver_answers_every_request() -> None:
     assert answers[1]["state"]["counter"]["p"] == {"first": True, "hwm": 0, "items": [], "lwm": 0}
     assert answers[2]["state"]["counter"]["p"]["hwm"] == 1
     assert answers[2]["state"]["pending"]["b"] == {"#set": [[0, 1]]}
-    assert {"name": "Commit", "copy": "b", "start": 0, "delta": 1} in answers[3]["actions"]
+    commit = {"name": "Commit", "copy": "b", "start": 0, "delta": 1, "result": "applied"}
+    assert commit in answers[3]["actions"]
     assert not any(a["name"] == "Reserve" for a in answers[3]["actions"])  # MaxCounter reached
     assert answers[4]["answers"][0]["type"] == "error"  # reserve() hands out 1 now, not 0
     assert answers[5]["type"] == "error"

@@ -177,13 +177,15 @@ def test_the_standard_model_config() -> None:
         constants={
             "Copies": frozenset({"p", "b"}),
             "Primary": "p",
-            "MaxCounter": 3,
+            "MaxCounter": 4,
             "Deltas": frozenset({1, 2}),
+            "MaxMissedUpdates": 2,
         },
         specification="Spec",
         invariants=[
             "TypeOK",
             "ItemsWellFormed",
+            "ItemsWithinLimit",
             "LwmBelowHighestApplied",
             "LwmIsDurable",
             "CounterIsExact",

@@ -20,7 +20,7 @@ from conformance.walks import random_walks
 
 SPEC = Path("spec/UpdateCounter.tla")
 SMALL = Path("tests/models/UpdateCounter-small.cfg")
-VARIABLES = ["counter", "pending", "done", "committed", "rolledBack", "rejoined", "action"]
+VARIABLES = ["counter", "pending", "done", "committed", "rolledBack", "rejoined", "primary", "action"]
 
 pytestmark = pytest.mark.tlc
 
@@ -93,7 +93,17 @@ def test_walks_are_deterministic_for_a_seed(
     assert random_walks(mapping, initial, count=100, steps=30, seed=8) != walks
     assert len({t.id for t in walks}) == 100
     names = {_name(s) for t in walks for s in t.states}
-    assert names == {"Init", "Reserve", "Commit", "Rollback", "Drop", "Replay", "Restart", "Exchange"}
+    assert names == {
+        "Init",
+        "Reserve",
+        "Commit",
+        "Rollback",
+        "Drop",
+        "Replay",
+        "Restart",
+        "Exchange",
+        "JoinExchange",
+    }
 
 
 # --- validation -------------------------------------------------------------------------------------------

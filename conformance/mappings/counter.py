@@ -2,8 +2,15 @@
 
 The implementation side of a state is `CounterCopies`: one impl `PartitionUpdateCounter` per copy,
 plus the model's environment (pending ranges, the ghost set of done counters, tx outcomes, restarted
-copies) carried as plain values. Only the counters are implementation; the environment's rules are
-restated here from the spec's actions so that `enabled` can be compared with the spec's edges.
+copies, the primary) carried as plain values. Only the counters are implementation; the environment's
+rules are restated here from the spec's actions so that `enabled` can be compared with the spec's edges.
+What the counter's operations return is part of each step: `enabled` asks the implementation (on a copy
+of the counter) what update(start, delta) and finalize() return, and `apply` checks that the step it
+replays returns what the spec's step recorded.
+
+Conformance only ever passes the implementation inputs the model produces: valid ranges and states.
+Argument checks (delta <= 0, partly applied ranges, malformed persisted bytes, invalid constructor
+arguments) are covered by tests/test_counter.py instead.
 """
 
 from __future__ import annotations
@@ -16,9 +23,11 @@ from conformance.errors import TidemarkError
 from conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
 from conformance.mutants import COUNTER_MUTANTS, implementation
 from conformance.tlc.values import Record, Value
-from impl.counter import CounterInconsistencyError, PartitionUpdateCounter
+from impl.counter import CounterInconsistencyError, PartitionUpdateCounter, TooManyGapsError
 
 Range = tuple[int, int]
+
+APPLIED, IGNORED, TOO_MANY_GAPS = "applied", "ignored", "too many gaps"
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,7 @@ class CounterCopies:
     committed: frozenset[Range]
     rolled_back: frozenset[Range]
     rejoined: frozenset[str]
+    primary: str
     action: Value
 
 
@@ -46,6 +56,18 @@ def _counters(ranges: Range) -> frozenset[int]:
 
 def _step(name: str, copy: str, start: int, delta: int) -> Record:
     return shared_record(name=name, copy=copy, start=start, delta=delta)
+
+
+def _update_step(name: str, copy: str, start: int, delta: int, result: str) -> Record:
+    return shared_record(name=name, copy=copy, start=start, delta=delta, result=result)
+
+
+def update_result(counter: PartitionUpdateCounter, start: int, delta: int) -> str:
+    """What update(start, delta) returns, or that it threw at the gap limit (the spec's UpdateResult)."""
+    try:
+        return APPLIED if counter.update(start, delta) else IGNORED
+    except TooManyGapsError:
+        return TOO_MANY_GAPS
 
 
 def _field(record: Value, name: str) -> Value:
@@ -66,14 +88,15 @@ class CounterMapping:
     def __init__(self, constants: Mapping[str, Value], counter_class: type[PartitionUpdateCounter]) -> None:
         try:
             self.copies = sorted(cast(frozenset[str], constants["Copies"]))
-            self.primary = cast(str, constants["Primary"])
             self.max_counter = _int(constants["MaxCounter"])
             self.deltas = sorted(cast(frozenset[int], constants["Deltas"]))
+            self.limit = _int(constants["MaxMissedUpdates"])
+            self.primary = str(constants["Primary"])
         except (KeyError, ReplayError) as error:
             raise TidemarkError(
                 f"model constants do not fit UpdateCounter: {error}",
                 source="UpdateCounter model",
-                expected="Copies, Primary, MaxCounter, Deltas",
+                expected="Copies, Primary, MaxCounter, Deltas, MaxMissedUpdates",
             ) from error
         self.counter_class = counter_class
 
@@ -94,6 +117,7 @@ class CounterMapping:
                     for item in cast(tuple[tuple[int, int], ...], record["items"])
                 ],
                 bool(record["first"]),
+                max_missed_updates=self.limit,
             )
         return CounterCopies(
             counters=counters,
@@ -102,6 +126,7 @@ class CounterMapping:
             committed=cast(frozenset[Range], state["committed"]),
             rolled_back=cast(frozenset[Range], state["rolledBack"]),
             rejoined=cast(frozenset[str], state["rejoined"]),
+            primary=cast(str, state["primary"]),
             action=state["action"],
         )
 
@@ -109,12 +134,13 @@ class CounterMapping:
         """The spec's Init: every copy's counter new, nothing reserved (a driver's `init`)."""
         nothing: frozenset[Range] = frozenset()
         return CounterCopies(
-            counters={c: self.counter_class() for c in self.copies},
+            counters={c: self.counter_class(max_missed_updates=self.limit) for c in self.copies},
             pending={c: nothing for c in self.copies},
             done={c: frozenset() for c in self.copies},
             committed=nothing,
             rolled_back=nothing,
             rejoined=frozenset(),
+            primary=self.primary,
             action=shared_record(name="Init"),
         )
 
@@ -126,49 +152,70 @@ class CounterMapping:
             "committed": shared_set(impl.committed),
             "rolledBack": shared_set(impl.rolled_back),
             "rejoined": shared_set(impl.rejoined),
+            "primary": impl.primary,
             "action": impl.action,
         }
 
     # --- the environment's rules (spec actions) -------------------------------------------------------
 
-    def _reserved(self, impl: CounterCopies) -> frozenset[Range]:
-        return frozenset().union(*impl.pending.values(), impl.committed, impl.rolled_back)
-
     def _survivors(self, impl: CounterCopies) -> list[str]:
         return [c for c in self.copies if c not in impl.rejoined]
 
-    def _exchange_lwm(self, impl: CounterCopies) -> tuple[dict[str, PartitionUpdateCounter], int]:
-        """Survivors finalize; the coordinator takes the maximum LWM of all copies (spec ExchangeLwm)."""
+    def _exchange(self, impl: CounterCopies) -> tuple[dict[str, PartitionUpdateCounter], int, Value]:
+        """Survivors finalize; the coordinator takes the maximum LWM of all copies (spec ExchangeLwm).
+        Returns the counters after finalize, that maximum and the gaps finalize returned per survivor."""
         final = {c: counter.copy() for c, counter in impl.counters.items()}
-        for copy in self._survivors(impl):
-            final[copy].finalize()
-        return final, max(counter.lwm for counter in final.values())
+        gaps = shared_function((copy, tuple(final[copy].finalize())) for copy in self._survivors(impl))
+        return final, max(counter.lwm for counter in final.values()), gaps
+
+    def _new_primaries(self, impl: CounterCopies) -> list[str]:
+        """Who may be primary after the node-left exchange: the primary if it survived, else a survivor."""
+        return [impl.primary] if impl.primary not in impl.rejoined else self._survivors(impl)
 
     def enabled(self, impl: CounterCopies) -> set[Value]:
         actions: set[Value] = set()
-        primary = impl.counters[self.primary]
+        primary = impl.counters[impl.primary]
         if not impl.rejoined:
             actions |= {
-                _step("Reserve", self.primary, primary.hwm, d)
+                _step("Reserve", impl.primary, primary.hwm, d)
                 for d in self.deltas
                 if primary.hwm + d <= self.max_counter
             }
         for copy in self.copies:
+            counter = impl.counters[copy]
             for start, delta in impl.pending[copy]:
                 r = (start, delta)
+                result = update_result(counter.copy(), start, delta)
                 if r not in impl.rolled_back:
-                    actions.add(_step("Commit", copy, start, delta))
-                backups_finished = all(r not in impl.pending[b] for b in self.copies if b != self.primary)
-                if r not in impl.committed and (copy != self.primary or backups_finished):
-                    actions.add(_step("Rollback", copy, start, delta))
-                if r not in impl.committed and copy != self.primary and self.primary in impl.rejoined:
+                    actions.add(_update_step("Commit", copy, start, delta, result))
+                backups_finished = all(r not in impl.pending[b] for b in self.copies if b != impl.primary)
+                if r not in impl.committed and (copy != impl.primary or backups_finished):
+                    actions.add(_update_step("Rollback", copy, start, delta, result))
+                if r not in impl.committed and copy != impl.primary and impl.primary in impl.rejoined:
                     actions.add(_step("Drop", copy, start, delta))
-            actions |= {_step("Replay", copy, i - 1, 1) for i in impl.done[copy]}
+            if copy in impl.rejoined:
+                actions |= {
+                    _update_step("Replay", copy, i - 1, 1, update_result(counter.copy(), i - 1, 1))
+                    for i in impl.done[copy]
+                }
             if set(self._survivors(impl)) - {copy}:
                 actions.add(shared_record(name="Restart", copy=copy))
-        if impl.rejoined and not any(impl.pending.values()):
-            actions.add(shared_record(name="Exchange", lwm=self._exchange_lwm(impl)[1]))
+        if not any(impl.pending.values()):
+            if impl.rejoined:
+                _, lwm, gaps = self._exchange(impl)
+                actions |= {
+                    shared_record(name="Exchange", lwm=lwm, primary=np, gaps=gaps)
+                    for np in self._new_primaries(impl)
+                }
+            else:
+                lwm = max(counter.lwm for counter in impl.counters.values())
+                actions |= {shared_record(name="JoinExchange", lwm=lwm, primary=np) for np in self.copies}
         return actions
+
+    @staticmethod
+    def _remember(outcomes: frozenset[Range], pending: Mapping[str, frozenset[Range]]) -> frozenset[Range]:
+        """The outcomes of ranges still pending on some copy (spec Remember)."""
+        return frozenset(r for r in outcomes if any(r in p for p in pending.values()))
 
     def apply(self, impl: CounterCopies, action: Value) -> CounterCopies:
         name = _field(action, "name")
@@ -176,14 +223,23 @@ class CounterMapping:
         after = replace(impl, counters=counters, action=action)
         if name == "Exchange":
             return self._apply_exchange(after)
+        if name == "JoinExchange":
+            return self._apply_join_exchange(after)
         copy = cast(str, _field(action, "copy"))
         if copy not in counters:
             raise ReplayError(f"unknown copy {copy!r}")
         if name == "Restart":
             counter = counters[copy]
-            counters[copy] = self.counter_class.from_bytes(counter.lwm, counter.to_bytes())
+            counters[copy] = self.counter_class.from_bytes(
+                counter.lwm, counter.to_bytes(), max_missed_updates=self.limit
+            )
+            pending = {**impl.pending, copy: frozenset[Range]()}
             return replace(
-                after, pending={**impl.pending, copy: frozenset()}, rejoined=impl.rejoined | {copy}
+                after,
+                pending=pending,
+                rejoined=impl.rejoined | {copy},
+                committed=self._remember(impl.committed, pending),
+                rolled_back=self._remember(impl.rolled_back, pending),
             )
         r = (_int(_field(action, "start")), _int(_field(action, "delta")))
         if name == "Reserve":
@@ -191,36 +247,71 @@ class CounterMapping:
             if start != r[0]:
                 raise ReplayError(f"reserve({r[1]}) returned {start}, the spec reserved from {r[0]}")
             return replace(after, pending={c: p | {r} for c, p in impl.pending.items()})
-        if name == "Replay":
-            counters[copy].update(*r)
+        if name == "Drop":
+            pending = {**impl.pending, copy: impl.pending[copy] - {r}}
+            return replace(
+                after,
+                pending=pending,
+                committed=self._remember(impl.committed, pending),
+                rolled_back=self._remember(impl.rolled_back | {r}, pending),
+            )
+        if name not in ("Commit", "Rollback", "Replay"):
+            raise ReplayError(f"unknown action {name!r}")
+        result = update_result(counters[copy], *r)
+        if result != _field(action, "result"):
+            raise ReplayError(
+                f"update{r} on copy {copy}: {result}, the spec's step: {_field(action, 'result')}"
+            )
+        if name == "Replay" or result == TOO_MANY_GAPS:
             return after
         pending = {**impl.pending, copy: impl.pending[copy] - {r}}
-        if name == "Drop":
-            return replace(after, pending=pending, rolled_back=impl.rolled_back | {r})
-        if name in ("Commit", "Rollback"):
-            counters[copy].update(*r)
-            done = {**impl.done, copy: impl.done[copy] | _counters(r)}
-            if name == "Commit":
-                return replace(after, pending=pending, done=done, committed=impl.committed | {r})
-            return replace(after, pending=pending, done=done, rolled_back=impl.rolled_back | {r})
-        raise ReplayError(f"unknown action {name!r}")
+        committed, rolled_back = impl.committed, impl.rolled_back
+        if name == "Commit":
+            committed = committed | {r}
+        else:
+            rolled_back = rolled_back | {r}
+        return replace(
+            after,
+            pending=pending,
+            done={**impl.done, copy: impl.done[copy] | _counters(r)},
+            committed=self._remember(committed, pending),
+            rolled_back=self._remember(rolled_back, pending),
+        )
 
-    def _apply_exchange(self, impl: CounterCopies) -> CounterCopies:
-        final, max_lwm = self._exchange_lwm(impl)
-        if _field(impl.action, "lwm") != max_lwm:
-            raise ReplayError(f"the copies' max LWM is {max_lwm}, the spec's exchange sent {impl.action}")
-        for copy, counter in final.items():
+    def _update_lwm(self, counters: Mapping[str, PartitionUpdateCounter], value: int) -> None:
+        for copy, counter in counters.items():
             try:
-                counter.update_lwm(max_lwm)
+                counter.update_lwm(value)
             except CounterInconsistencyError as error:
                 raise ReplayError(f"exchange on copy {copy}: {error}") from error
+
+    def _apply_exchange(self, impl: CounterCopies) -> CounterCopies:
+        final, max_lwm, gaps = self._exchange(impl)
+        primary = _field(impl.action, "primary")
+        if (_field(impl.action, "lwm"), _field(impl.action, "gaps")) != (max_lwm, gaps):
+            raise ReplayError(
+                f"the copies' max LWM is {max_lwm} and finalize returned {gaps}, "
+                f"the spec's exchange: {impl.action}"
+            )
+        if primary not in self._new_primaries(impl):
+            raise ReplayError(f"{primary!r} cannot be primary after this exchange")
+        self._update_lwm(final, max_lwm)
         rebalanced = frozenset(range(1, max_lwm + 1))
         return replace(
             impl,
             counters=final,
             done={c: d | rebalanced for c, d in impl.done.items()},
             rejoined=frozenset(),
+            primary=cast(str, primary),
         )
+
+    def _apply_join_exchange(self, impl: CounterCopies) -> CounterCopies:
+        max_lwm = max(counter.lwm for counter in impl.counters.values())
+        primary = _field(impl.action, "primary")
+        if _field(impl.action, "lwm") != max_lwm or primary not in self.copies:
+            raise ReplayError(f"the copies' max LWM is {max_lwm}, the spec's join exchange: {impl.action}")
+        self._update_lwm(impl.counters, max_lwm)
+        return replace(impl, primary=cast(str, primary))
 
 
 def build(constants: Mapping[str, Value], mutant: str | None = None) -> CounterMapping:

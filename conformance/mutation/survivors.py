@@ -1,0 +1,284 @@
+"""Mutants of impl/ that conformance on the standard models does not kill, each with why.
+
+Every survivor of an impl/ module falls in one of three categories:
+- "equivalent": no input at all tells the mutant from the module; it is left out of every score.
+- "outside": the mutant changes only behaviour conformance does not check by design: what happens on
+  invalid input (the models never produce it), the in-memory counter (no spec models it), helpers and
+  defaults the protocol does not use, and the exact byte layout (to_bytes and from_bytes change together,
+  so the round trip of every Restart edge still restores the same counter). A unit test exposes each
+  one; it counts against the raw score, not against the protocol score.
+- "unreached": a behaviour of the protocol on valid input that the standard models do not reach; it
+  counts against both scores.
+Keys are `conformance.mutation.points.Mutant.key`; docs/mutation.md presents the same list.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Category = Literal["equivalent", "outside", "unreached"]
+Reason = tuple[Category, str]
+
+_INVALID: Reason = (
+    "outside",
+    "Changes only what happens on invalid input (a non-positive delta, a negative LWM or HWM, a gap limit "
+    "below 1, items unsorted, overlapping, adjacent or not above LWM, a partly applied range, values beyond int64), which the models never produce.",
+)
+_BYTES: Reason = (
+    "outside",
+    "Changes only how bytes that to_bytes never writes are read (malformed data, a zero item count), and the models only restore what to_bytes wrote.",
+)
+_LAYOUT: Reason = (
+    "outside",
+    "The byte layout: to_bytes and from_bytes change together, so the round trip of every Restart edge still restores the same counter; Ignite's exact layout is pinned by unit tests.",
+)
+_DEFAULT: Reason = (
+    "outside",
+    "A default the mappings never use: they pass every argument, the gap limit being the model's own.",
+)
+_HELPER: Reason = (
+    "outside",
+    "A helper for tests and callers (equality, snapshot, sequential, max_missed_updates) that no mapping reads.",
+)
+
+_COUNTER: dict[str, Reason] = {
+    **dict.fromkeys(
+        [
+            "_check_items: for index, (start, delta) in enumerate(items): -> pass",
+            "_check_items: if delta <= 0: -> pass",
+            "_check_items: if delta <= 0: -> if delta < 0:",
+            "_check_items: if delta <= 0: -> if delta <= -1:",
+            "_check_items: raise ValueError(f'item {index} {(start, delta)}: delta must be > 0') -> pass",
+            "_check_items: if index == 0 and start <= lwm: -> pass",
+            "_check_items: if index == 0 and start <= lwm: -> if index != 0 and start <= lwm:",
+            "_check_items: if index == 0 and start <= lwm: -> if index == 1 and start <= lwm:",
+            "_check_items: if index == 0 and start <= lwm: -> if index == -1 and start <= lwm:",
+            "_check_items: if index == 0 and start <= lwm: -> if index == 0 and start < lwm:",
+            "_check_items: raise ValueError(f'item 0 {(start, delta)}: must start above lwm={lwm} (start > lwm)') -> pass",
+            "_check_items: if index > 0 and start <= prev_end: -> pass",
+            "_check_items: if index > 0 and start <= prev_end: -> if index <= 0 and start <= prev_end:",
+            "_check_items: if index > 0 and start <= prev_end: -> if index > 1 and start <= prev_end:",
+            "_check_items: if index > 0 and start <= prev_end: -> if index > 0 and start < prev_end:",
+            "_check_items: raise ValueError(f\"item {index} {(start, delta)}: must start after the previous item's ... -> pass",
+            "_check_items: prev_end = start + delta -> pass",
+            "_check_items: prev_end = start + delta -> prev_end = start - delta",
+            "PartitionUpdateCounter.__init__: if lwm < 0: -> pass",
+            "PartitionUpdateCounter.__init__: if lwm < 0: -> if lwm < -1:",
+            "PartitionUpdateCounter.__init__: raise ValueError(f'lwm must be >= 0, got {lwm}') -> pass",
+            "PartitionUpdateCounter.__init__: if max_missed_updates <= 0: -> pass",
+            "PartitionUpdateCounter.__init__: if max_missed_updates <= 0: -> if max_missed_updates < 0:",
+            "PartitionUpdateCounter.__init__: if max_missed_updates <= 0: -> if max_missed_updates <= -1:",
+            "PartitionUpdateCounter.__init__: raise ValueError(f'max_missed_updates must be > 0, got {max_missed_updates}') -> pass",
+            "PartitionUpdateCounter.__init__: _check_items(lwm, item_list) -> pass",
+            "PartitionUpdateCounter.__init__: if self._hwm < 0: -> pass",
+            "PartitionUpdateCounter.__init__: if self._hwm < 0: -> if self._hwm < -1:",
+            "PartitionUpdateCounter.__init__: raise ValueError(f'hwm must be >= 0, got {self._hwm}') -> pass",
+            "PartitionUpdateCounter.reserve: if delta <= 0: -> pass",
+            "PartitionUpdateCounter.reserve: if delta <= 0: -> if delta < 0:",
+            "PartitionUpdateCounter.reserve: if delta <= 0: -> if delta <= -1:",
+            "PartitionUpdateCounter.reserve: raise ValueError(f'reserve: delta must be > 0, got {delta}') -> pass",
+            "PartitionUpdateCounter.update: if delta <= 0: -> pass",
+            "PartitionUpdateCounter.update: if delta <= 0: -> if delta < 0:",
+            "PartitionUpdateCounter.update: if delta <= 0: -> if delta <= -1:",
+            "PartitionUpdateCounter.update: raise ValueError(f'update: delta must be > 0, got {delta}') -> pass",
+            "PartitionUpdateCounter.update: if prev[0] > start or prev_end < last: -> pass",
+            "PartitionUpdateCounter.update: if prev[0] > start or prev_end < last: -> if prev[0] > start and prev_end < last:",
+            "PartitionUpdateCounter.update: raise ValueError(self._overlap_message(start, delta, prev)) -> pass",
+            'PartitionUpdateCounter.to_bytes: raise ValueError(f"counter does not fit Ignite\'s int32/int64 gap format: {exc}") from exc -> pass',
+            "PartitionUpdateCounter._overlap_message: return f'update({start}, {delta}): range {start + 1}..{start + delta} partly overlaps t... -> pass",
+        ],
+        _INVALID,
+    ),
+    **dict.fromkeys(
+        [
+            "PartitionUpdateCounter.from_bytes: if not data: -> pass",
+            "PartitionUpdateCounter.from_bytes: raise ValueError('gap data: expected the version byte at byte offset 0, got no data') -> pass",
+            "PartitionUpdateCounter.from_bytes: if data[0] != GAPS_FORMAT_VERSION: -> pass",
+            "PartitionUpdateCounter.from_bytes: raise ValueError(f'gap data: expected version {GAPS_FORMAT_VERSION} at byte offset 0, g... -> pass",
+            "PartitionUpdateCounter.from_bytes: if len(data) < _HEADER.size: -> pass",
+            "PartitionUpdateCounter.from_bytes: if len(data) < _HEADER.size: -> if len(data) <= _HEADER.size:",
+            "PartitionUpdateCounter.from_bytes: raise ValueError(f'gap data: expected an int32 item count (4 bytes) at byte offset 1, o... -> pass",
+            "PartitionUpdateCounter.from_bytes: if count < 0: -> pass",
+            "PartitionUpdateCounter.from_bytes: if count < 0: -> if count <= 0:",
+            "PartitionUpdateCounter.from_bytes: if count < 0: -> if count < 1:",
+            "PartitionUpdateCounter.from_bytes: if count < 0: -> if count < -1:",
+            "PartitionUpdateCounter.from_bytes: raise ValueError(f'gap data: expected a non-negative int32 item count at byte offset 1,... -> pass",
+            "PartitionUpdateCounter.from_bytes: if offset + _ITEM.size > len(data): -> pass",
+            "PartitionUpdateCounter.from_bytes: if offset + _ITEM.size > len(data): -> if offset - _ITEM.size > len(data):",
+            "PartitionUpdateCounter.from_bytes: raise ValueError(f'gap data: expected item {index} of {count} (int64 start, int64 delta... -> pass",
+            "PartitionUpdateCounter.from_bytes: if offset != len(data): -> pass",
+            "PartitionUpdateCounter.from_bytes: raise ValueError(f'gap data: expected end of data at byte offset {offset} after {count}... -> pass",
+            "PartitionUpdateCounter.from_bytes: raise ValueError(f'gap data: invalid items for lwm={lwm}: {exc}') from exc -> pass",
+        ],
+        _BYTES,
+    ),
+    **dict.fromkeys(
+        [
+            "<module>: GAPS_FORMAT_VERSION = 1 -> GAPS_FORMAT_VERSION = 2",
+            "<module>: GAPS_FORMAT_VERSION = 1 -> GAPS_FORMAT_VERSION = 0",
+            "PartitionUpdateCounter.to_bytes: if not self._items: -> pass",
+            "PartitionUpdateCounter.to_bytes: return None -> pass",
+        ],
+        _LAYOUT,
+    ),
+    **dict.fromkeys(
+        [
+            "<module>: MAX_MISSED_UPDATES = 10000 -> MAX_MISSED_UPDATES = 10001",
+            "<module>: MAX_MISSED_UPDATES = 10000 -> MAX_MISSED_UPDATES = 9999",
+            "PartitionUpdateCounter.__init__: def __init__(self, lwm: int=0, hwm: int | None=None, items:... -> def __init__(self, lwm: int=1, hwm: int | None=None, items:...",
+            "PartitionUpdateCounter.__init__: def __init__(self, lwm: int=0, hwm: int | None=None, items:... -> def __init__(self, lwm: int=-1, hwm: int | None=None, items:...",
+        ],
+        _DEFAULT,
+    ),
+    "_check_items: prev_end = lwm -> pass": (
+        "equivalent",
+        "prev_end is read only for items after the first, and the first iteration assigns it before that.",
+    ),
+    "_check_items: if index > 0 and start <= prev_end: -> if index >= 0 and start <= prev_end:": (
+        "equivalent",
+        "At index 0 prev_end is lwm, and an item starting at or below lwm already failed the check before.",
+    ),
+    "_check_items: if index > 0 and start <= prev_end: -> if index > -1 and start <= prev_end:": (
+        "equivalent",
+        "The same condition as index >= 0 (indexes are never negative): equivalent for the same reason.",
+    ),
+    "PartitionUpdateCounter.update: prev_end = prev[0] + prev[1] if prev is not None else -1 -> prev_end = prev[0] + prev[1] if prev is not None else -2": (
+        "equivalent",
+        "prev_end is read only when prev is not None, so the value for None is never used.",
+    ),
+    "PartitionUpdateCounter.update: prev_end = prev[0] + prev[1] if prev is not None else -1 -> prev_end = prev[0] + prev[1] if prev is not None else -0": (
+        "equivalent",
+        "prev_end is read only when prev is not None, so the value for None is never used.",
+    ),
+    "VolatileUpdateCounter.to_bytes: return None -> pass": (
+        "equivalent",
+        "The statement is the function's last: without it the function returns None all the same.",
+    ),
+    "PartitionUpdateCounter.reserve: if reserved < self._lwm: -> pass": (
+        "unreached",
+        "A primary reserving with HWM below LWM: the invariant HwmCoversLwm shows the models never get there (Ignite asserts 'LWM after HWM').",
+    ),
+    "PartitionUpdateCounter.reserve: raise CounterInconsistencyError(f'LWM after HWM: lwm={self._lwm}, hwm={reserved}') -> pass": (
+        "unreached",
+        "A primary reserving with HWM below LWM: the invariant HwmCoversLwm shows the models never get there.",
+    ),
+    "PartitionUpdateCounter.update: items[below - 1] = (prev[0], prev[1] + delta) -> items[below - 2] = (prev[0], prev[1] + delta)": (
+        "unreached",
+        "A range merging into the first of two items without touching the second needs five counters "
+        "(two counters between the items); the standard models stop at four, spec/UpdateCounter-large.cfg reaches it.",
+    ),
+    "PartitionUpdateCounter.update_lwm: if value < self._lwm: -> pass": (
+        "unreached",
+        "An exchange value below a copy's LWM: the models' exchanges send the maximum LWM. Ignite meets it when transactions go on during an exchange that keeps the primary.",
+    ),
+    "PartitionUpdateCounter.update_lwm: return -> pass": (
+        "unreached",
+        "An exchange value below a copy's LWM: the models' exchanges send the maximum LWM.",
+    ),
+    "PartitionUpdateCounter.update_lwm: if value < self.highest_applied: -> pass": (
+        "unreached",
+        "An exchange value below a copy's highest applied counter: the invariant ExchangeCoversEveryCopy shows the standard models never send one (three copies do, tests/models/UpdateCounter-3copies.cfg).",
+    ),
+    "PartitionUpdateCounter.update_lwm: raise CounterInconsistencyError(f'Failed to update the counter: value={value} is below ... -> pass": (
+        "unreached",
+        "An exchange value below a copy's highest applied counter: ExchangeCoversEveryCopy shows the standard models never send one.",
+    ),
+    "PartitionUpdateCounter.finalize: self._hwm = self._lwm -> pass": (
+        "unreached",
+        "finalize on a copy whose HWM is above its highest applied counter: in the models a survivor has "
+        "applied every range it reserved by the time the exchange (which waits for every transaction) runs, and the absolute update then raises HWM to the same value either way.",
+    ),
+}
+
+_CONFIG: Reason = (
+    "outside",
+    "Validation of a cluster's configuration (owners, transactions' keys), which the models never produce.",
+)
+_NOT_ENABLED: Reason = (
+    "outside",
+    "The check that a step is enabled when it is applied: conformance applies only the steps the spec takes, and compares enabledness through the guards (enabled), not through this check.",
+)
+
+# The survivors of the seeded sample docs/mutation.md reports (bench/mutate.py --sample 30 --seed 1).
+_CLUSTER: dict[str, Reason] = {
+    "<module>: INITIAL_VERSION = Version(1, 0) -> INITIAL_VERSION = Version(0, 0)": (
+        "outside",
+        "Only Cluster.initial uses it, and the replay starts every edge from a state concretized from the spec; tests/test_tx_counters_conform.py compares the initial states.",
+    ),
+    "Config.__post_init__: if sorted(self.owners) != list(range(len(self.owners))) or not self.owners: -> pass": _CONFIG,
+    "Cluster._when_tx_remap: if near.state is not NearState.LOCKING or self.top_ver != self.ready_ver: -> pass": (
+        "unreached",
+        "TxRemap without the near node locking or with an exchange under way: the standard model never holds a lock response of another version in those states.",
+    ),
+    "Cluster._when_tx_remap: return None -> pass": (
+        "unreached",
+        "The same guard as above, removed by deleting its return.",
+    ),
+    "Cluster._decide: assert response is not None -> pass": (
+        "equivalent",
+        "Both callers require the prepare response first (tx_commit through _when_tx_commit, tx_rollback in the PREPARING state through _when_tx_rollback), so the assertion always holds.",
+    ),
+    "Cluster.node_fail: self._require(self._when_node_fail(node), 'NodeFail', node=node) -> pass": _NOT_ENABLED,
+}
+
+_IDLE_VERIFY: Reason = (
+    "outside",
+    "idle_verify is the consistency check that scenarios and tests run on a cluster, not a step of the protocol; no replay calls it.",
+)
+
+# The survivors of the seeded sample docs/mutation.md reports (bench/mutate.py --sample 20 --seed 1).
+_PME: dict[str, Reason] = {
+    "PmeConfig.__post_init__: if len(lists) != 1: -> pass": _CONFIG,
+    "PmeCluster.__eq__: return NotImplemented -> pass": (
+        "outside",
+        "Equality with an object of another type: no mapping compares a cluster with anything else.",
+    ),
+    "PmeCluster.node_fail: self._require(self._when_node_fail(node), 'NodeFail', node=node) -> pass": _NOT_ENABLED,
+    "PmeCluster.restart: for part, copy in copies.items(): -> pass": (
+        "unreached",
+        "A server restarting with a MOVING copy: a copy is MOVING only after its server crashed and rejoined, so this needs a second crash; spec/PME.cfg allows one (MaxFailures 1).",
+    ),
+    "PmeCluster._when_truncate_wal: if any((node in (m.sender, m.to) for m in self.rebal)): -> pass": (
+        "unreached",
+        "WAL truncation while rebalancing: spec/PME.cfg disables TruncateWal (WalTruncation FALSE), so the mapping discards this guard's verdict; tests/models/PME-history.cfg enables it.",
+    ),
+    "PmeCluster.rebalance: ... n.data[e.key].cntr < e.cntr) and (e.key not in newest or newes... -> ... n.data[e.key].cntr < e.cntr) or (e.key not in newest or newes...": (
+        "unreached",
+        "A supplied entry the demander already holds at the same or a newer counter: the standard model never supplies one, so the first clause always holds where it is evaluated.",
+    ),
+    "PmeCluster.evict: del c.states[node][part] -> pass": (
+        "unreached",
+        "Evicting a RENTING copy: spec/PME.cfg has no baseline change (BaselineAutoAdjust FALSE), so no copy is ever RENTING.",
+    ),
+    "idle_verify: if part in cluster.lost or copy.state is not PartState.OWNING: -> if part in cluster.lost and copy.state is not PartState.OWNING:": _IDLE_VERIFY,
+    "idle_verify: text = counter_text(ctr.lwm, missed(ctr.lwm, ctr.items), ctr.highest_applied) -> pass": _IDLE_VERIFY,
+}
+
+SURVIVORS: dict[str, dict[str, Reason]] = {
+    "impl/counter.py": _COUNTER,
+    "impl/cluster.py": _CLUSTER,
+    "impl/pme.py": _PME,
+}
+
+# Whole scopes the models do not reach by design, by the prefix of their mutants' keys.
+SCOPES: dict[str, dict[str, Reason]] = {
+    "impl/counter.py": {
+        "VolatileUpdateCounter.": (
+            "outside",
+            "The in-memory counter (Ignite's PartitionUpdateCounterVolatileImpl): no spec models in-memory mode; tests/test_counter.py covers it.",
+        ),
+        "PartitionUpdateCounter.__eq__: ": _HELPER,
+        "PartitionUpdateCounter.snapshot: ": _HELPER,
+        "PartitionUpdateCounter.sequential: ": _HELPER,
+        "PartitionUpdateCounter.max_missed_updates: ": _HELPER,
+    },
+}
+
+
+def explanation(path: str, key: str) -> Reason | None:
+    """(category, why) for a listed survivor of the module at `path`, else None."""
+    listed = SURVIVORS.get(path, {})
+    if key in listed:
+        return listed[key]
+    scopes = [prefix for prefix in SCOPES.get(path, {}) if key.startswith(prefix)]
+    return SCOPES[path][max(scopes, key=len)] if scopes else None

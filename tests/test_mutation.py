@@ -1,0 +1,122 @@
+"""The mutation campaign (conformance/mutation/): mutant generation, and conformance killing a
+mutant of impl/counter.py of each kind on the counter's small model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.mutation.campaign import TARGETS, Children, Target, run_module
+from conformance.mutation.points import mutants, mutated_code
+from conformance.mutation.survivors import explanation
+
+MODULE = '''"""Doc."""
+
+LIMIT = 2
+
+
+def f(a: int, b: int = 0) -> int:
+    """Docstring."""
+    if a < LIMIT and not b:
+        return a + 1
+    text = f"{a + 1}"
+    return len(text) - b
+
+
+def __repr__() -> str:
+    return "x" + str(1)
+'''
+
+
+@pytest.fixture
+def module(tmp_path: Path) -> Path:
+    path = tmp_path / "m.py"
+    path.write_text(MODULE)
+    return path
+
+
+def run(path: Path, index: int, a: int, b: int = 0) -> int:
+    namespace: dict[str, object] = {}
+    exec(mutated_code(path, index), namespace)
+    f = namespace["f"]
+    assert callable(f)
+    result = f(a, b)
+    assert isinstance(result, int | None)
+    return result or 0
+
+
+def test_every_operator_yields_its_mutants_in_source_order(module: Path) -> None:
+    found = [(m.kind, m.line, m.key.split(": ", 1)[1]) for m in mutants(module)]
+    assert found == [
+        ("constant", 3, "LIMIT = 2 -> LIMIT = 3"),
+        ("constant", 3, "LIMIT = 2 -> LIMIT = 1"),
+        ("constant", 6, "def f(a: int, b: int=0) -> int: -> def f(a: int, b: int=1) -> int:"),
+        ("constant", 6, "def f(a: int, b: int=0) -> int: -> def f(a: int, b: int=-1) -> int:"),
+        ("delete", 8, "if a < LIMIT and (not b): -> pass"),
+        ("negate", 8, "if a < LIMIT and (not b): -> if not (a < LIMIT and (not b)):"),
+        ("boolop", 8, "if a < LIMIT and (not b): -> if a < LIMIT or not b:"),
+        ("compare", 8, "if a < LIMIT and (not b): -> if a <= LIMIT and (not b):"),
+        ("compare", 8, "if a < LIMIT and (not b): -> if a >= LIMIT and (not b):"),
+        ("delete", 9, "return a + 1 -> pass"),
+        ("arith", 9, "return a + 1 -> return a - 1"),
+        ("constant", 9, "return a + 1 -> return a + 2"),
+        ("constant", 9, "return a + 1 -> return a + 0"),
+        ("delete", 10, "text = f'{a + 1}' -> pass"),
+        ("delete", 11, "return len(text) - b -> pass"),
+        ("arith", 11, "return len(text) - b -> return len(text) + b"),
+    ]
+    # Docstrings, annotations, f-string text and __repr__ are not mutated; keys name the scope.
+    assert all(m.key.startswith(("<module>: ", "f: ")) for m in mutants(module))
+    assert [m.at_import for m in mutants(module)][:5] == [True, True, True, True, False]
+
+
+def test_each_mutant_changes_exactly_its_point(module: Path) -> None:
+    keys = {m.key: m.index for m in mutants(module)}
+    assert run(module, keys["f: return a + 1 -> return a - 1"], 1) == 0
+    assert run(module, keys["f: return a + 1 -> return a + 2"], 1) == 3
+    assert run(module, keys["f: if a < LIMIT and (not b): -> if a <= LIMIT and (not b):"], 2) == 3
+    assert run(module, keys["f: if a < LIMIT and (not b): -> if a <= LIMIT and (not b):"], 1) == 2
+    assert run(module, keys["<module>: LIMIT = 2 -> LIMIT = 1"], 1) == 1  # len("2") - 0: not below 1
+    assert run(module, keys["f: return a + 1 -> pass"], 1) == 1  # falls through to len("2") - 0
+
+
+def test_the_registry_names_only_mutants_that_exist() -> None:
+    # A listed survivor whose key no mutant has any more (the code moved on) must be updated, not kept.
+    from conformance.mutation.survivors import SURVIVORS
+
+    for path, listed in SURVIVORS.items():
+        keys = {m.key for m in mutants(Path(path))}
+        assert set(listed) <= keys, sorted(set(listed) - keys)
+
+
+# One fault of each kind in the counter's protocol operations, each on a path with at most one queued
+# range (the small model's reach).
+KILLED_ON_THE_SMALL_MODEL = [
+    "PartitionUpdateCounter.update: if start < lwm: -> if start <= lwm:",
+    "PartitionUpdateCounter.finalize: gaps.append((self._lwm + 1, start)) -> "
+    "gaps.append((self._lwm + 2, start))",
+    "PartitionUpdateCounter.update_lwm: if self._first: -> if not self._first:",
+    "PartitionUpdateCounter.reserve: self._hwm = reserved + delta -> pass",
+    "PartitionUpdateCounter.update: merge_left = prev is not None and prev_end == start -> "
+    "merge_left = prev is not None or prev_end == start",
+    "PartitionUpdateCounter.update: last = start + delta -> last = start - delta",
+]
+
+
+@pytest.mark.tlc
+def test_conformance_kills_one_counter_mutant_of_each_kind(tmp_path: Path) -> None:
+    """Conformance on the small counter model kills each of these mutants, with the mismatch as evidence.
+    The small model keeps this within CI's budget (its graph replays in seconds; a mutant that survives
+    the standard models takes minutes, which bench/mutate.py spends on every mutant)."""
+    standard = TARGETS["impl/counter.py"]
+    small = Target(
+        standard.path, ((Path("spec/UpdateCounter.tla"), Path("tests/models/UpdateCounter-small.cfg")),), ()
+    )
+    by_key = {m.key: m for m in mutants(small.path)}
+    chosen = [by_key[key] for key in KILLED_ON_THE_SMALL_MODEL]
+    assert {m.kind for m in chosen} == {"compare", "constant", "negate", "delete", "boolop", "arith"}
+    assert not [key for key in KILLED_ON_THE_SMALL_MODEL if explanation(str(small.path), key)]
+    score = run_module(small, tmp_path, Children(), chosen=chosen, tests=False)
+    assert [r.key for r in score.results] == KILLED_ON_THE_SMALL_MODEL
+    assert all(r.status == "killed" and r.evidence for r in score.results), score.results
