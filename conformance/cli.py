@@ -445,6 +445,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int] | str] = {
     "prove": cmd_prove,
     "affinity": "conformance.placement:cmd_affinity",
     "distribution": "conformance.placement:cmd_distribution",
+    "hazelcast-lab": "conformance.hazelcast_lab:cmd_hazelcast_lab",
     "validate": cmd_validate,
     "scenario": "conformance.scenarios.command:run",
     "verify": cmd_verify,

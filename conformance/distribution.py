@@ -13,7 +13,7 @@ import random
 import statistics
 import tempfile
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
@@ -450,34 +450,34 @@ def markdown_table(report: DistributionReport, nodes: int | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def html_page(report: DistributionReport, plots: list[Path]) -> str:
-    """A standalone report page: the configuration, the plots (beside it) and the table."""
-    config = report.config
+def lab_page(title: str, intro: str, plots: list[Path], table: str) -> str:
+    """A lab's standalone report page: its title, a paragraph of text, the plots (beside it), the table."""
     images = "".join(f'<p><img src="{html.escape(p.name)}" alt="{html.escape(p.stem)}"></p>\n' for p in plots)
     return (
-        '<!doctype html>\n<html><head><meta charset="utf-8"><title>tidemark: data distribution</title>\n'
+        f'<!doctype html>\n<html><head><meta charset="utf-8"><title>tidemark: {html.escape(title)}</title>\n'
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}</style></head><body>\n"
-        "<h1>Data distribution</h1>\n"
-        f"<p>{config.partitions} partitions, {config.backups} backups, nodes {list(config.node_counts)}, "
-        f"{config.trials} trials per size, seed {config.seed}.</p>\n"
-        f"{images}{html_table(report)}</body></html>\n"
+        f"<h1>{html.escape(title)}</h1>\n<p>{html.escape(intro)}</p>\n{images}{table}</body></html>\n"
     )
 
 
-def write_distribution_artifacts(report: DistributionReport, directory: Path) -> list[Path]:
-    """report.json, table.html, index.html and the plots in `directory`; returns the files written.
+def html_page(report: DistributionReport, plots: list[Path]) -> str:
+    """A standalone report page: the configuration, the plots (beside it) and the table."""
+    config = report.config
+    intro = (
+        f"{config.partitions} partitions, {config.backups} backups, nodes {list(config.node_counts)}, "
+        f"{config.trials} trials per size, seed {config.seed}."
+    )
+    return lab_page("Data distribution", intro, plots, html_table(report))
 
-    All are drawn in a scratch directory beside them first, then renamed into place: a failure leaves
-    the directory as it was."""
+
+def publish(directory: Path, render: Callable[[Path], list[str]]) -> list[Path]:
+    """Write a lab's files into `directory`: `render` draws them in a scratch directory beside it and
+    returns their names, then they are renamed into place; a failure leaves the directory as it was."""
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=directory, prefix=".partial-") as scratch:
         work = Path(scratch)
-        (work / "report.json").write_text(report.model_dump_json(indent=2))
-        (work / "table.html").write_text(html_table(report))
-        plots = plot_distribution(report, work)
-        (work / "index.html").write_text(html_page(report, plots))
-        names = ["report.json", "table.html", "index.html", *(plot.name for plot in plots)]
+        names = render(work)
         if clashing := [name for name in names if (directory / name).is_dir()]:
             raise TidemarkError(
                 f"{clashing[0]} there is a directory", source=str(directory), expected="a file or nothing"
@@ -485,3 +485,16 @@ def write_distribution_artifacts(report: DistributionReport, directory: Path) ->
         for name in names:
             os.replace(work / name, directory / name)
     return [directory / name for name in names]
+
+
+def write_distribution_artifacts(report: DistributionReport, directory: Path) -> list[Path]:
+    """report.json, table.html, index.html and the plots in `directory` (`publish`); returns the files."""
+
+    def render(work: Path) -> list[str]:
+        (work / "report.json").write_text(report.model_dump_json(indent=2))
+        (work / "table.html").write_text(html_table(report))
+        plots = plot_distribution(report, work)
+        (work / "index.html").write_text(html_page(report, plots))
+        return ["report.json", "table.html", "index.html", *(plot.name for plot in plots)]
+
+    return publish(directory, render)

@@ -74,6 +74,14 @@ LIMITS: dict[str, Limit] = {
     "affinity --nodes": Limit(1, 10_000, "node ids per topology, distinct"),
     "distribution --nodes": Limit(2, MAX_NODES, "cluster sizes; a trial at 1,000 nodes takes seconds"),
     "distribution --trials": Limit(1, MAX_TRIALS, "topologies per cluster size"),
+    "hazelcast-lab --partitions": Limit(1, 10_000, "partitions per trial (Hazelcast's default 271)"),
+    "hazelcast-lab --members": Limit(2, 7, "members per trial: one partition's replica indexes 0..6"),
+    "hazelcast-lab --drops": Limit(0, 1, "fraction of the backups lost"),
+    "hazelcast-lab --parallel": Limit(1, 100, "hazelcast.partition.max.parallel.replications"),
+    "hazelcast-lab --backups": Limit(1, 6, "Hazelcast's backup count"),
+    "hazelcast-lab --puts": Limit(1, 100, "puts per partition and namespace"),
+    "hazelcast-lab --seeds": Limit(1, 1_000, "trials per configuration"),
+    "hazelcast-lab --max-rounds": Limit(1, 100_000, "anti-entropy rounds before a trial gives up"),
     "audit --groups": Limit(1, 1000, "cache groups a generated snapshot has"),
     "audit --copies": Limit(1, 64, "copies of each partition, on as many nodes"),
     "audit --nodes": Limit(1, 1000, "nodes of a generated snapshot"),
@@ -387,6 +395,31 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "--out", type=output_dir, default=Path("reports/distribution"), help="plots and tables"
     )
     distribution.add_argument("--json", action="store_true", help="print one JSON object")
+
+    lab = commands.add_parser(
+        "hazelcast-lab", help="Hazelcast's anti-entropy: rounds to convergence after lost backups (Spark job)"
+    )
+    lab.add_argument("--partitions", type=bounded("hazelcast-lab --partitions"), default=271)
+    for name, kind, default, what in (
+        ("--members", int, [3, 5, 7], "member counts"),
+        ("--drops", float, [0.0, 0.1, 0.3, 0.5, 0.7, 0.9], "fractions of the backups lost"),
+        ("--parallel", int, [1, 2, 5, 10], "sync permits per member (max parallel replications)"),
+    ):
+        lab.add_argument(
+            name, type=bounded(f"hazelcast-lab {name}", kind), nargs="+", default=default, help=what
+        )
+    lab.add_argument("--backups", type=bounded("hazelcast-lab --backups"), default=1)
+    lab.add_argument(
+        "--puts", type=bounded("hazelcast-lab --puts"), default=2, help="per partition and namespace"
+    )
+    lab.add_argument(
+        "--seeds", type=bounded("hazelcast-lab --seeds"), default=2, help="trials per configuration"
+    )
+    lab.add_argument("--max-rounds", type=bounded("hazelcast-lab --max-rounds"), default=2_000)
+    _seed_argument(lab, 0, "seed of the losses")
+    _master_argument(lab)
+    lab.add_argument("--out", type=output_dir, default=Path("reports/hazelcast-lab"), help="plots and tables")
+    lab.add_argument("--json", action="store_true", help="print one JSON object")
 
     validate = commands.add_parser("validate", help="check implementation traces (ITF JSON lines) with TLC")
     validate.add_argument("traces", type=Path, metavar="TRACES.jsonl")

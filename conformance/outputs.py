@@ -74,6 +74,7 @@ OUTPUTS: dict[str, Output] = {
     "prove": Output("conformance.prove.counter:CounterProofReport"),
     "affinity": Output("conformance.outputs:AffinityOutput"),
     "distribution": Output("conformance.distribution:DistributionReport", frozenset({"trials"})),
+    "hazelcast-lab": Output("conformance.hazelcast_lab:LabReport", frozenset({"trials"})),
     "validate": Output("conformance.validate:ValidationReport"),
     "scenario": Output(
         "conformance.scenarios.result:ScenarioResult",

@@ -4,13 +4,23 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from pydantic import BaseModel
 from rich.table import Table
 
 from conformance import options as opt
 from conformance.errors import TidemarkError
 from conformance.outputs import emit
 from conformance.progress import out
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+Config = TypeVar("Config", bound=BaseModel)
+Report = TypeVar("Report", bound=BaseModel)
 
 
 def _parse_key(text: str, kind: str) -> object:
@@ -75,9 +85,36 @@ def cmd_affinity(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_distribution(args: argparse.Namespace) -> int:
+def spark_lab(
+    args: argparse.Namespace,
+    command: str,
+    config: Callable[[], Config],
+    run: Callable[[SparkSession, Config], Report],
+    write: Callable[[Report, Path], list[Path]],
+) -> tuple[Report, list[Path]]:
+    """A lab command's work: its `config` (a model refusing bad options is bad input), the sweep `run` on
+    Spark (--master), its files written into --out by `write`; returns the report and the files."""
     from pydantic import ValidationError
 
+    from conformance.locks import locked
+    from conformance.spark import spark_session
+    from conformance.tlc.runner import find_java
+
+    try:
+        checked = config()
+    except ValidationError as error:
+        first: Any = error.errors()[0]
+        raise TidemarkError(
+            first["msg"], source=f"{command} options", location=".".join(map(str, first["loc"]))
+        ) from error
+    find_java()  # Spark's driver is a JVM
+    with spark_session(args.master) as spark:
+        report = run(spark, checked)
+    with locked(args.out):  # runs side by side publish whole sets of files, one after the other
+        return report, write(report, args.out)
+
+
+def cmd_distribution(args: argparse.Namespace) -> int:
     from conformance.distribution import (
         DEFAULT_ALGORITHMS,
         DistributionConfig,
@@ -85,9 +122,6 @@ def cmd_distribution(args: argparse.Namespace) -> int:
         run_distribution,
         write_distribution_artifacts,
     )
-    from conformance.locks import locked
-    from conformance.spark import spark_session
-    from conformance.tlc.runner import find_java
 
     by_label = {a.label: a for a in DEFAULT_ALGORITHMS}
     unknown = [name for name in args.algorithms or [] if name not in by_label]
@@ -95,8 +129,10 @@ def cmd_distribution(args: argparse.Namespace) -> int:
         raise TidemarkError(
             f"unknown algorithms {unknown}", source="--algorithms", expected=f"some of {sorted(by_label)}"
         )
-    try:
-        config = DistributionConfig(
+    report, files = spark_lab(
+        args,
+        "distribution",
+        lambda: DistributionConfig(
             partitions=args.partitions,
             backups=args.backups,
             node_counts=tuple(args.nodes),
@@ -105,20 +141,12 @@ def cmd_distribution(args: argparse.Namespace) -> int:
             algorithms=tuple(by_label[name] for name in args.algorithms)
             if args.algorithms
             else DEFAULT_ALGORITHMS,
-        )
-    except ValidationError as error:
-        first = error.errors()[0]
-        raise TidemarkError(
-            first["msg"], source="distribution options", location=".".join(map(str, first["loc"]))
-        ) from error
-    find_java()  # Spark's driver is a JVM
-    with spark_session(args.master) as spark:
-        report = run_distribution(spark, config)
-    with locked(args.out):  # runs side by side publish whole sets of files, one after the other
-        files = write_distribution_artifacts(report, args.out)
+        ),
+        run_distribution,
+        write_distribution_artifacts,
+    )
     if args.json:
         return emit("distribution", report, 0)
-    else:
-        out.print(markdown_table(report))
-        out.print(f"written: {', '.join(str(f) for f in files)}")
+    out.print(markdown_table(report))
+    out.print(f"written: {', '.join(str(f) for f in files)}")
     return 0

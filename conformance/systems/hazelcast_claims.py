@@ -38,7 +38,7 @@ MAPS = ("map1", "map2")
 NAMESPACES = (*MAPS, "internal")
 MEMBERS = tuple(f"m{i}" for i in range(1, 8))
 # The steps that only deliver what is in flight (no fault, no new put): a model round runs them to the end.
-_DELIVERY = frozenset({"Backup", "BackupAntiEntropy", "SyncRequest", "SyncSend", "SyncResponse", "SyncRetry"})
+DELIVERY = frozenset({"Backup", "BackupAntiEntropy", "SyncRequest", "SyncSend", "SyncResponse", "SyncRetry"})
 
 # member -> namespace -> (versions, dirty, entries); members holding no replica of the partition are left out
 State = dict[str, dict[str, tuple[tuple[int, ...], bool, dict[int, int]]]]
@@ -88,10 +88,11 @@ def model_of(
     return HazelcastCluster.initial(config)
 
 
-def settle(c: HazelcastCluster, *, backups: bool = True) -> HazelcastCluster:
+def settle(c: HazelcastCluster, *, backups: bool = True, only: frozenset[str] = DELIVERY) -> HazelcastCluster:
     """Deliver everything in flight, and what it causes, in a fixed order (the first grant of permits);
-    without `backups`, the backups in flight stay there (held on the members)."""
-    steps = _DELIVERY if backups else _DELIVERY - {"Backup"}
+    without `backups`, the backups in flight stay there (held on the members); `only` these steps
+    (the convergence lab delivers one kind at a time across partitions)."""
+    steps = only if backups else only - {"Backup"}
     while True:
         step = next((s for s in c.enabled(frozenset(), 0) if s.name in steps), None)
         if step is None:
