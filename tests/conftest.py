@@ -160,3 +160,22 @@ def isolated(tmp_path: Path) -> Iterator[Isolated]:
     for pid in environment.processes():  # a failed test must not leave its runs behind
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+def distinct_traces(runs: list[tuple[dict[str, Any], ...]], spec: str, config: Path) -> list[Any]:
+    """Hypothesis schedules (each a tuple of spec states) as distinct ITF traces of `spec` on `config`."""
+    from conformance.tlc.values import canonical_json, state_to_itf
+    from conformance.traces import Trace
+
+    distinct = {canonical_json([state_to_itf(s) for s in run]): run for run in runs}
+    return [
+        Trace(id=f"hypothesis-{i}", spec=spec, states=run, config=str(config))
+        for i, run in enumerate(distinct.values())
+    ]
+
+
+def action_names(trace: Any) -> set[str]:
+    """The names of the actions a trace takes."""
+    from conformance.tlc.values import Record
+
+    return {str(s["action"]["name"]) for s in trace.states if isinstance(s["action"], Record)}

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import action_names, distinct_traces
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
@@ -16,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from conformance.cli import main
 from conformance.mappings.hazelcast import HazelcastMapping, HzReplay, build, step_of
 from conformance.tlc.config import read_config
-from conformance.tlc.values import Record, Value, canonical_json, state_to_itf, value_sort_key
+from conformance.tlc.values import Record, Value, value_sort_key
 from conformance.traces import Trace, write_traces
 from impl.hazelcast import REQUIRES_SYNC, HazelcastCluster
 
@@ -119,20 +120,12 @@ def traces() -> list[Trace]:
     run_state_machine_as_test(
         make_machine(WIDE, runs), settings=settings(max_examples=120, stateful_step_count=60)
     )
-    distinct = {canonical_json([state_to_itf(s) for s in run]): run for run in runs}
-    return [
-        Trace(id=f"hypothesis-{i}", spec="HazelcastAntiEntropy", states=run, config=str(WIDE))
-        for i, run in enumerate(distinct.values())
-    ]
-
-
-def _names(trace: Trace) -> set[str]:
-    return {str(s["action"]["name"]) for s in trace.states if isinstance(s["action"], Record)}
+    return distinct_traces(runs, "HazelcastAntiEntropy", WIDE)
 
 
 def test_random_schedules_reach_every_kind_of_step(traces: list[Trace]) -> None:
     assert len(traces) >= 100
-    seen = set().union(*map(_names, traces))
+    seen = set().union(*map(action_names, traces))
     kinds = {"Backup", "BackupFailure", "Drop", "BackupAntiEntropy", "SyncSend", "SyncResponse", "SyncRetry"}
     kinds |= {"SyncTimeout", "Crash", "Join", "Migrate", "Destroy"}
     assert kinds <= seen, f"never taken: {sorted(kinds - seen)}"

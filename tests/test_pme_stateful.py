@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import action_names, distinct_traces
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
@@ -19,7 +20,7 @@ from conformance.invariants import violations
 from conformance.mappings.pme import PmeMapping, build
 from conformance.mappings.tx_counters import TxReplay, step_value
 from conformance.tlc.config import read_config
-from conformance.tlc.values import Record, Value, canonical_json, state_to_itf
+from conformance.tlc.values import Record, Value
 from conformance.traces import Trace, write_traces
 from impl.cluster import Step
 from impl.pme import PmeCluster
@@ -96,20 +97,12 @@ def traces() -> list[Trace]:
     run_state_machine_as_test(
         make_machine(PmeCluster, STANDARD, runs), settings=settings(stateful_step_count=60)
     )
-    distinct = {canonical_json([state_to_itf(s) for s in run]): run for run in runs}
-    return [
-        Trace(id=f"hypothesis-{i}", spec="PME", states=run, config=str(STANDARD))
-        for i, run in enumerate(distinct.values())
-    ]
-
-
-def _names(trace: Trace) -> set[str]:
-    return {str(s["action"]["name"]) for s in trace.states if isinstance(s["action"], Record)}
+    return distinct_traces(runs, "PME", STANDARD)
 
 
 def test_random_schedules_reach_the_exchange_and_rebalancing(traces: list[Trace]) -> None:
     assert len(traces) >= 100
-    seen = set().union(*map(_names, traces))
+    seen = set().union(*map(action_names, traces))
     kinds = {"NodeFail", "Restart", "Join", "SendSingle", "FullMessage", "Supply", "Rebalance", "Recover"}
     assert kinds <= seen, f"never taken: {sorted(kinds - seen)}"
 

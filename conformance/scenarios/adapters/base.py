@@ -11,6 +11,7 @@ as a context manager.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from types import TracebackType
 from typing import NamedTuple, Self
 
@@ -33,6 +34,15 @@ class StepRefused(Exception):
     def __init__(self, message: str = "", reason: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+def possible(check: Callable[[], object]) -> bool:
+    """Whether a step passes `check` (which raises StepRefused for a step the system cannot take now)."""
+    try:
+        check()
+    except StepRefused:
+        return False
+    return True
 
 
 class StepFailed(Exception):

@@ -10,7 +10,7 @@ from functools import cache
 from typing import Any, Literal, TypeAlias
 
 from conformance.mutants import CLUSTER_COUNTERS
-from conformance.scenarios.adapters.base import Snapshot, StepFailed, StepRefused, System
+from conformance.scenarios.adapters.base import Snapshot, StepFailed, StepRefused, System, possible
 from conformance.scenarios.format import (
     INITIAL_WRITER,
     NodeState,
@@ -125,11 +125,7 @@ class ClusterSystem(System):
         return events
 
     def allows(self, step: ScenarioStep) -> bool:
-        try:
-            self._after(step)
-        except StepRefused:
-            return False
-        return True
+        return possible(lambda: self._after(step))
 
     def enabled(self) -> list[str]:
         return [str(step) for step in self.cluster.enabled()]

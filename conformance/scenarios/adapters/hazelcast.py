@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Literal
 
-from conformance.scenarios.adapters.base import Snapshot, StepRefused, System
+from conformance.scenarios.adapters.base import Snapshot, StepRefused, System, possible
 from conformance.scenarios.format import NodeState, PartitionState, ScenarioFile, ScenarioStep
 from conformance.scenarios.protocols import slots
 from conformance.scenarios.result import CounterView, MessageEvent, NodeSnapshot, NodeView, TopologyView
@@ -179,11 +179,7 @@ class HazelcastSystem(System):
         return events
 
     def allows(self, step: ScenarioStep) -> bool:
-        try:
-            self._after(step)
-        except StepRefused:
-            return False
-        return True
+        return possible(lambda: self._after(step))
 
     def enabled(self) -> list[str]:
         return [_step_text(s) for s in self.cluster.enabled(frozenset({0}), self.puts + 1)]

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Literal
 
-from conformance.scenarios.adapters.base import Snapshot, StepRefused, System
+from conformance.scenarios.adapters.base import Snapshot, StepRefused, System, possible
 from conformance.scenarios.adapters.hazelcast import copy_text, member_view, message_label
 from conformance.scenarios.format import NodeState, PartitionState, ScenarioFile, ScenarioStep
 from conformance.scenarios.protocols import slots
@@ -158,11 +158,7 @@ class RealHazelcastSystem(System):
         return self._message(e)
 
     def allows(self, step: ScenarioStep) -> bool:
-        try:
-            self._check(step)
-        except StepRefused:
-            return False
-        return True
+        return possible(lambda: self._check(step))
 
     def take(self, step: ScenarioStep) -> list[MessageEvent]:
         msg = self._check(step)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from conformance.scenarios.adapters.base import Snapshot, StepRefused, System
+from conformance.scenarios.adapters.base import Snapshot, StepRefused, System, possible
 from conformance.scenarios.format import NodeState, PartitionState, ScenarioFile, ScenarioStep
 from conformance.scenarios.result import CounterView, MessageEvent, NodeSnapshot, NodeView, TopologyView
 from impl.ncache import NCacheCluster, NCacheConfig, Step, StepNotEnabled
@@ -64,11 +64,7 @@ class NCacheSystem(System):
         return events
 
     def allows(self, step: ScenarioStep) -> bool:
-        try:
-            self._after(step)
-        except StepRefused:
-            return False
-        return True
+        return possible(lambda: self._after(step))
 
     def enabled(self) -> list[str]:
         keys = frozenset({0})

@@ -93,7 +93,8 @@ public final class Driver {
             }
             deltas.sort(null);
             partition = new Partition(copies, Itf.string(constants.get("Primary")),
-                    Itf.number(constants.get("MaxCounter")), deltas, bug);
+                    Itf.number(constants.get("MaxCounter")), deltas, Itf.number(constants.get("MaxMissedUpdates")),
+                    bug);
             return answer("state", "state", partition.itf());
         }
         if (partition == null) {
