@@ -210,7 +210,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
     if path is not None:
         from conformance.counterexample import render
 
-        out.print("[bold]the first mismatch, from an initial state:[/]")
+        out.print("[bold]the mismatch nearest an initial state, on its shortest path:[/]")
         render(out, path)
         if args.out is not None:
             out.print(f"  trace: {args.out} (replay it: tidemark explain {args.out})")

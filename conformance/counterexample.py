@@ -108,7 +108,10 @@ def first_mismatch_path(
     if not result.examples:
         return None
     graph = run_dir or default_run_dir(spec, config or spec.with_suffix(".cfg"))
-    return mismatch_path(graph, result.examples[0], model_meta(spec, config, mutant))
+    searched = _searched(graph)
+    # The mismatch nearest an initial state: the implementation follows its path up to the last step.
+    nearest = min(result.examples, key=lambda m: searched.get(m.src, (None, 1 << 62))[1])
+    return mismatch_path(graph, nearest, model_meta(spec, config, mutant), searched)
 
 
 def definition(spec: Path, name: str) -> str | None:
@@ -226,9 +229,9 @@ def read_itf(source: Path) -> Counterexample:
     )
 
 
-def shortest_path(graph: Path, target: int) -> list[int]:
-    """The fingerprints on a shortest path in a dumped state graph (states.parquet, edges.parquet) from an
-    initial state (its `action` is Init) to `target`."""
+def _searched(graph: Path) -> dict[int, tuple[int | None, int]]:
+    """A breadth-first search of a dumped state graph (states.parquet, edges.parquet) from its initial
+    states (their `action` is Init): each reached state -> (its parent on a shortest path, its depth)."""
     states = pq.read_table(graph / "states.parquet", columns=["fp", "action"]).to_pydict()
     edges = pq.read_table(graph / "edges.parquet", columns=["src", "dst"]).to_pydict()
     initial = [
@@ -237,15 +240,23 @@ def shortest_path(graph: Path, target: int) -> list[int]:
     successors: dict[int, list[int]] = {}
     for src, dst in zip(edges["src"], edges["dst"], strict=True):
         successors.setdefault(src, []).append(dst)
-    parent: dict[int, int | None] = dict.fromkeys(initial)
+    found: dict[int, tuple[int | None, int]] = dict.fromkeys(initial, (None, 0))
     queue = deque(initial)
-    while queue and target not in parent:
+    while queue:
         fp = queue.popleft()
         for dst in successors.get(fp, ()):
-            if dst not in parent:
-                parent[dst] = fp
+            if dst not in found:
+                found[dst] = (fp, found[fp][1] + 1)
                 queue.append(dst)
-    if target not in parent:
+    return found
+
+
+def shortest_path(
+    graph: Path, target: int, searched: dict[int, tuple[int | None, int]] | None = None
+) -> list[int]:
+    """The fingerprints on a shortest path in a dumped state graph from an initial state to `target`."""
+    found = _searched(graph) if searched is None else searched
+    if target not in found:
         raise TidemarkError(
             "the state is not reachable in the stored graph",
             source=str(graph),
@@ -255,7 +266,7 @@ def shortest_path(graph: Path, target: int) -> list[int]:
     at: int | None = target
     while at is not None:
         path.append(at)
-        at = parent[at]
+        at = found[at][0]
     return path[::-1]
 
 
@@ -272,10 +283,15 @@ def graph_states(graph: Path, fps: Iterable[int]) -> dict[int, dict[str, Any]]:
     }
 
 
-def mismatch_path(graph: Path, mismatch: Any, meta: Mapping[str, Any]) -> Counterexample:
+def mismatch_path(
+    graph: Path,
+    mismatch: Any,
+    meta: Mapping[str, Any],
+    searched: dict[int, tuple[int | None, int]] | None = None,
+) -> Counterexample:
     """The shortest path from an initial state to a conformance mismatch: to its source state, then the
     spec's step the implementation got wrong (for an edge mismatch)."""
-    fps = shortest_path(graph, mismatch.src)
+    fps = shortest_path(graph, mismatch.src, searched)
     if mismatch.kind == "edge" and mismatch.dst is not None:
         fps.append(mismatch.dst)
     texts = graph_states(graph, fps)
