@@ -26,13 +26,12 @@ from conformance.scratch import scratch_dir
 from conformance.spark import spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
+from conformance.tlc.parse import TlaValueError, parse_state
 from conformance.tlc.runner import TlcOptions, run_tlc
 from conformance.tlc.values import (
-    TlaValueError,
     Value,
     canonical_json,
     canonical_state_json,
-    parse_state,
     state_from_itf,
     state_to_itf,
     to_itf,

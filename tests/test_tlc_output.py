@@ -24,8 +24,8 @@ from conformance.tlc.output import (
     split_messages,
     tlc_failure,
 )
+from conformance.tlc.parse import TlaValueError
 from conformance.tlc.runner import TlcRun
-from conformance.tlc.values import TlaValueError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tlc"
 

@@ -14,12 +14,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.errors import TidemarkError
-from conformance.tlc import values
+from conformance.tlc import parse, values
+from conformance.tlc.parse import TlaValueError, parse_state, parse_value
 from conformance.tlc.values import (
     Function,
     ModelValue,
     Record,
-    TlaValueError,
     Value,
     canonical_json,
     canonical_state_json,
@@ -28,8 +28,6 @@ from conformance.tlc.values import (
     format_value,
     from_itf,
     make_function,
-    parse_state,
-    parse_value,
     state_from_itf,
     state_to_itf,
     to_itf,
@@ -517,7 +515,7 @@ def test_format_then_parse_gives_the_value_back(value: Value) -> None:
 
 @given(VALUES, st.lists(st.sampled_from([" ", "\n", "\n     ", "\t", "  \r\n  "]), min_size=1))
 def test_any_whitespace_between_tokens_gives_the_value_back(value: Value, gaps: list[str]) -> None:
-    tokens = values._TOKEN.findall(format_value(value))
+    tokens = parse._TOKEN.findall(format_value(value))
     text = "".join(token + gaps[i % len(gaps)] for i, token in enumerate(tokens))
     assert same(parse_value(text), value)
 

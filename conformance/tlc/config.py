@@ -12,14 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.errors import TidemarkError
-from conformance.tlc.values import (
-    TLC_INT_MAX,
-    TLC_INT_MIN,
-    TlaValueError,
-    Value,
-    integers_beyond_tlc,
-    parse_value,
-)
+from conformance.tlc.parse import TlaValueError, parse_value
+from conformance.tlc.values import TLC_INT_MAX, TLC_INT_MIN, Value, integers_beyond_tlc
 
 _KEYWORDS = {
     "CONSTANT": "constants",

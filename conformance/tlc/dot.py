@@ -25,14 +25,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from conformance.errors import TidemarkError
-from conformance.tlc.values import (
-    TlaValueError,
-    canonical_json,
-    canonical_text,
-    parse_state,
-    state_digest,
-    state_to_itf,
-)
+from conformance.tlc.parse import TlaValueError, parse_state
+from conformance.tlc.values import canonical_json, canonical_text, state_digest, state_to_itf
 
 STATES_SCHEMA = pa.schema(
     [

@@ -20,16 +20,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from conformance.errors import TidemarkError, ToolError
+from conformance.tlc.parse import TlaValueError, parse_state
 from conformance.tlc.runner import TlcRun
-from conformance.tlc.values import (
-    TLC_INT_MAX,
-    TLC_INT_MIN,
-    Record,
-    TlaValueError,
-    Value,
-    parse_state,
-    state_to_itf,
-)
+from conformance.tlc.values import TLC_INT_MAX, TLC_INT_MIN, Record, Value, state_to_itf
 
 _FRAME = re.compile(r"@!@!@STARTMSG (\d+):(\d+) @!@!@\n?|@!@!@ENDMSG (\d+) @!@!@\n?")
 
