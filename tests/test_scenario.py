@@ -19,19 +19,11 @@ from conformance.mutants import CLUSTER_COUNTERS, COUNTER_MUTANTS
 from conformance.scenarios import load_scenario, run_scenario, write_outputs
 from conformance.scenarios.adapters import SYSTEMS
 from conformance.scenarios.adapters.cluster import NAMED_ERRORS
-from conformance.scenarios.format import (
-    SCHEMA_PATH,
-    STEP_MODELS,
-    CounterName,
-    ErrorName,
-    HazelcastStep,
-    NCacheStep,
-    ProtocolName,
-    schema_text,
-)
+from conformance.scenarios.format import SCHEMA_PATH, STEP_MODELS, HazelcastStep, NCacheStep, schema_text
 from conformance.scenarios.protocols import HAZELCAST_STEPS, NCACHE_STEPS, PROTOCOLS
 from conformance.scenarios.result import ScenarioResult
 from conformance.scenarios.views.diagram import mermaid_diagram
+from conformance.scenarios.vocabulary import CounterName, ErrorName, ProtocolName
 from impl.cluster import STEPS
 from impl.counter import PartitionUpdateCounter
 from impl.pme import PME_STEPS

@@ -17,9 +17,9 @@ from test_scenario import _drop, _mermaid_structure, _run, _set, _write
 from conformance.cli import main
 from conformance.errors import TidemarkError
 from conformance.scenarios import load_scenario, run_scenario, write_outputs
-from conformance.scenarios.format import EventName
 from conformance.scenarios.result import MessageEvent, ScenarioResult
 from conformance.scenarios.views.diagram import mermaid_diagram
+from conformance.scenarios.vocabulary import EventName
 from impl.pme import Event
 
 FIGURE1 = Path("scenarios/figure1-backup-reordering.json")

@@ -11,7 +11,7 @@ from typing import cast
 from pydantic import JsonValue
 
 from conformance.scenarios.adapters.base import System
-from conformance.scenarios.format import (
+from conformance.scenarios.expectations import (
     ExchangeExpectation,
     Expectations,
     IdleVerifyExpectation,

@@ -24,227 +24,37 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Literal, TypeAlias, get_args
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from conformance.scenarios.expectations import (
+    ExchangeExpectation,
+    Expectations,
+    IdleVerifyExpectation,
+    TopologyExpectation,
+)
+from conformance.scenarios.vocabulary import (
+    MAX_INITIAL_ENTRIES,
+    MAX_JAVA_INT,
+    MAX_NAME_LENGTH,
+    MAX_PARTITIONS,
+    MAX_SERVERS,
+    MAX_STEPS,
+    MAX_TX_KEYS,
+    TRACKING,
+    CounterName,
+    ErrorName,
+    FixName,
+    Key,
+    Name,
+    Namespace,
+    Partition,
+    ProtocolName,
+    ReplicaIndex,
+)
+
 SCHEMA_PATH = Path(__file__).parents[1] / "schemas" / "scenario.schema.json"
-
-MAX_SERVERS = 16
-MAX_PARTITIONS = 1024
-MAX_STEPS = 100_000
-MAX_TIMELINE_CELLS = 1_000_000
-MAX_TX_KEYS = 1024
-MAX_INITIAL_ENTRIES = 10_000
-MAX_JAVA_INT = 2**31 - 1
-MAX_JAVA_LONG = 2**63 - 1
-MAX_NAME_LENGTH = 64
-MAX_FILE_BYTES = 64 * 2**20
-
-# The writer of the cluster's initial data, as the results name it (EntryView.tx): a reserved name.
-INITIAL_WRITER = "initial"
-
-# Node and transaction names end up as Mermaid participant ids and in labels: letters, digits, '_'.
-Name = Annotated[
-    str,
-    StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", max_length=MAX_NAME_LENGTH),
-    Field(description=f"a name: a letter, then letters, digits or '_', at most {MAX_NAME_LENGTH} characters"),
-]
-Key = Annotated[
-    int,
-    Field(ge=0, le=MAX_JAVA_INT, description=f"a key 0..{MAX_JAVA_INT} (a Java int, as Ignite hashes it)"),
-]
-Partition = Annotated[int, Field(ge=0, lt=MAX_PARTITIONS, description=f"a partition 0..{MAX_PARTITIONS - 1}")]
-CounterValue = Annotated[
-    int, Field(ge=0, le=MAX_JAVA_LONG, description="an update counter 0..2^63-1 (a Java long)")
-]
-
-ProtocolName = Literal["2pc", "pme", "hazelcast", "ncache"]
-# Hazelcast: a namespace (a map's name, or the non-fragmented namespace "internal").
-Namespace = Annotated[
-    str,
-    StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", max_length=MAX_NAME_LENGTH),
-    Field(description="hazelcast: a namespace: a map's name, or internal (the non-fragmented namespace)"),
-]
-# Hazelcast: a replica index 1..6 (MAX_BACKUP_COUNT), and a version (a Java long, -1 "requires sync").
-ReplicaIndex = Annotated[int, Field(ge=1, le=6, description="hazelcast: a backup replica index 1..6")]
-VersionValue = Annotated[
-    int, Field(ge=-1, le=MAX_JAVA_LONG, description='hazelcast: a version, -1 for "requires sync"')
-]
-NodeState = Literal["alive", "down", "restarted"]
-# A copy's state; which ones a protocol has is in conformance/scenarios/protocols.py.
-PartitionState = Literal["OWNING", "MOVING", "RENTING", "EVICTED", "LOST", "OFFLINE"]
-# The kinds of topology events a pending exchange handles (impl.pme.Event).
-EventName = Literal["left", "joined", "baseline", "affinity", "activate"]
-# The proposed fixes a pme scenario may turn on (impl.cluster.Fix).
-FixName = Literal["recovery-closes-range", "exchange-raises-hwm", "exchange-closes-uncovered-gaps"]
-# A topology version as "major.minor", e.g. "3.1".
-VersionText = Annotated[str, StringConstraints(pattern=r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")]
-SkippedState = Literal["MOVING", "RENTING", "LOST"]
-RebalanceMode = Literal["historical", "full"]
-NEAR_STATES = ("idle", "locking", "preparing", "committed", "rolledBack")
-SERVER_STATES = ("locked", "preparing", "prepared", "rollingBack", "committed", "rolledBack")
-TxStateName = Literal[
-    "idle", "locking", "preparing", "committed", "rolledBack", "locked", "prepared", "rollingBack"
-]
-CounterName = Literal["tracking", "no-out-of-order-tracking"]
-TRACKING: CounterName = "tracking"
-# The named errors a step may be expected to raise (the implementation's exception class names).
-ErrorName = Literal["CounterInconsistencyError", "TooManyGapsError"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    @model_validator(mode="after")
-    def _something(self) -> _Strict:
-        """An expectation that checks nothing is a mistake: every field is optional, one must be given."""
-        if all(getattr(self, f) is None for f in type(self).model_fields):
-            fields = ", ".join(info.alias or f for f, info in type(self).model_fields.items())
-            raise ValueError(f"give at least one of {fields}")
-        return self
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Expectations: what must hold after a step or at the end; fields left out are not checked.
-
-
-class CounterExpectation(_Strict):
-    """What a partition's counter must be."""
-
-    lwm: CounterValue | None = None
-    hwm: CounterValue | None = None
-    items: list[tuple[CounterValue, Annotated[int, Field(ge=1, le=MAX_JAVA_LONG)]]] | None = Field(
-        default=None, description="the out-of-order ranges [start, delta], sorted; [] for none"
-    )
-
-
-class RebalanceExpectation(_Strict):
-    """pme: how the copy's last completed rebalancing went, as its first Demand asked for it."""
-
-    mode: RebalanceMode | None = Field(
-        default=None, description="historical (WAL records after the copy's counter) or full (every entry)"
-    )
-    from_: CounterValue | None = Field(
-        default=None,
-        alias="from",
-        description="historical: the copy's initial counter, records above it were supplied; full: 0",
-    )
-    to: CounterValue | None = Field(
-        default=None, description="the maximum LWM of the exchange: supplied up to it"
-    )
-    supplier: Name | None = Field(default=None, description="the server that supplied it")
-
-
-class NodeExpectation(_Strict):
-    """What must hold on one node (a server, or the client for `txs`)."""
-
-    state: NodeState | None = None
-    counters: dict[Partition, CounterExpectation] | None = None
-    data: dict[Key, str] | None = Field(default=None, description="the node's whole data: key -> value")
-    partitions: dict[Partition, PartitionState] | None = Field(
-        default=None, description="partition -> the copy's state (2pc: OWNING, MOVING, OFFLINE)"
-    )
-    init: dict[Partition, CounterValue] | None = Field(
-        default=None,
-        description="pme: partition -> the copy's initial counter (where a MOVING copy rebalances from)",
-    )
-    history: dict[Partition, CounterValue] | None = Field(
-        default=None,
-        description="pme: partition -> the counter the server's WAL archive was truncated at (TruncateWal): "
-        "a historical rebalance it supplies sends only records above it; 0 for none truncated",
-    )
-    rebalanced: dict[Partition, RebalanceExpectation | None] | None = Field(
-        default=None,
-        description="pme: partition -> how the server's copy was last rebalanced (completed: its last batch "
-        "applied); null for none",
-    )
-    txs: dict[Name, TxStateName] | None = Field(
-        default=None, description="transaction -> its state on this server (or on the client)"
-    )
-    replica: int | None = Field(
-        default=None, ge=-1, le=6, description="hazelcast: the member's replica index (0 the owner, -1 none)"
-    )
-    versions: dict[Namespace, list[VersionValue]] | None = Field(
-        default=None,
-        description="hazelcast: namespace -> the member's fragment versions, slot 1 first; [] for none",
-    )
-    dirty: dict[Namespace, bool] | None = Field(
-        default=None, description="hazelcast: namespace -> whether the member's fragment is dirty"
-    )
-    entries: dict[Namespace, dict[Key, int]] | None = Field(
-        default=None,
-        description="hazelcast: namespace -> the member's data of it: key -> value (the number of the put "
-        "that wrote it); {} for none",
-    )
-    permits: int | None = Field(default=None, ge=0, description="hazelcast: the member's free sync permits")
-    replica_of: Name | None = Field(
-        default=None, description="ncache: the member whose partition this node keeps as its replica"
-    )
-
-
-Expectations: TypeAlias = dict[Name, NodeExpectation]
-
-
-class IdleVerifyExpectation(_Strict):
-    """What impl.pme.idle_verify must report (protocol pme)."""
-
-    clean: bool | None = Field(default=None, description="no counter and no hash conflict")
-    counter_conflicts: list[Partition] | None = Field(
-        default=None, description="the partitions whose OWNING copies disagree on LWM or gaps; [] for none"
-    )
-    hash_conflicts: list[Partition] | None = Field(
-        default=None, description="the partitions whose OWNING copies disagree on data; [] for none"
-    )
-    skipped: dict[Partition, dict[Name, SkippedState]] | None = Field(
-        default=None, description="partition -> node -> why its copy was not compared; {} for none"
-    )
-    lost: list[Partition] | None = Field(default=None, description="the LOST partitions; [] for none")
-
-
-class ExchangeExpectation(_Strict):
-    """pme, on a FullMessage step: what the exchange reported (impl.pme.exchange_report; Ignite logs it)."""
-
-    clean: bool | None = Field(default=None, description="no failed counter update and validation passed")
-    update_failures: dict[Partition, list[Name]] | None = Field(
-        default=None,
-        description="partition -> the servers whose update(max LWM) failed: they applied an update above "
-        "every OWNING copy's LWM (Ignite: 'Failed to update partition counter'); {} for none",
-    )
-    counters_inconsistent: list[Partition] | None = Field(
-        default=None,
-        description="the partitions whose OWNING copies reported different LWMs (Ignite: 'Partitions "
-        "update counters are inconsistent'); [] for none",
-    )
-    sizes_inconsistent: list[Partition] | None = Field(
-        default=None,
-        description="the partitions whose OWNING copies reported different sizes (Ignite: 'Partitions "
-        "cache sizes are inconsistent'); [] for none",
-    )
-
-
-class TopologyExpectation(_Strict):
-    """What the cluster's topology must be."""
-
-    version: VersionText | None = Field(
-        default=None, description='the latest topology version, "major.minor" (e.g. "3.1")'
-    )
-    ready: VersionText | None = Field(
-        default=None,
-        description="the version whose exchange completed (transactions map on it); below `version` while "
-        "an exchange is pending",
-    )
-    owners: dict[Partition, list[Name]] | None = Field(
-        default=None, description="partition -> its owner list on the ready version, primary first"
-    )
-    pending: list[EventName] | None = Field(
-        default=None,
-        description='pme: the kinds of topology events the pending exchange handles, e.g. ["affinity"] '
-        "for the late affinity switch; [] for none",
-    )
-    coordinator: Name | None = Field(
-        default=None, description="pme: the server that coordinates exchanges (sends the full message)"
-    )
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -15,22 +15,21 @@ from pydantic.fields import FieldInfo
 
 from conformance.errors import TidemarkError
 from conformance.mutants import PME_MUTANTS
-from conformance.scenarios.format import (
+from conformance.scenarios.expectations import (
+    Expectations,
+    IdleVerifyExpectation,
+    NodeExpectation,
+    TopologyExpectation,
+)
+from conformance.scenarios.format import STEP_TAGS, ScenarioFile, TxStartStep, _StepBase
+from conformance.scenarios.protocols import FEATURES, PROTOCOLS
+from conformance.scenarios.vocabulary import (
     INITIAL_WRITER,
     MAX_FILE_BYTES,
     MAX_TIMELINE_CELLS,
     NEAR_STATES,
     SERVER_STATES,
-    STEP_TAGS,
-    Expectations,
-    IdleVerifyExpectation,
-    NodeExpectation,
-    ScenarioFile,
-    TopologyExpectation,
-    TxStartStep,
-    _StepBase,
 )
-from conformance.scenarios.protocols import FEATURES, PROTOCOLS
 from impl.messages import NEAR
 
 _TAG_ERRORS = ("union_tag_invalid", "union_tag_not_found")

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from conformance.mutants import CLUSTER_COUNTERS
-from conformance.scenarios.format import TRACKING, NodeExpectation, ScenarioFile, TxStartStep
+from conformance.scenarios.expectations import NodeExpectation
+from conformance.scenarios.format import ScenarioFile, TxStartStep
+from conformance.scenarios.vocabulary import TRACKING
 from impl.affinity import key_partition
 from impl.cluster import STEPS
 from impl.pme import PME_STEPS

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from conformance.scenarios.format import NodeState, PartitionState
+from conformance.scenarios.vocabulary import NodeState, PartitionState
 
 
 class CounterView(BaseModel):

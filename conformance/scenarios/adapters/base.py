@@ -15,7 +15,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import NamedTuple, Self
 
-from conformance.scenarios.format import NodeState, PartitionState, ScenarioFile, ScenarioStep
+from conformance.scenarios.format import ScenarioFile, ScenarioStep
 from conformance.scenarios.result import (
     CounterView,
     ExchangeView,
@@ -26,6 +26,7 @@ from conformance.scenarios.result import (
     RebalanceView,
     TopologyView,
 )
+from conformance.scenarios.vocabulary import NodeState, PartitionState
 
 
 class StepRefused(Exception):

@@ -11,15 +11,7 @@ from typing import Any, Literal, TypeAlias
 
 from conformance.mutants import CLUSTER_COUNTERS
 from conformance.scenarios.adapters.base import Snapshot, StepFailed, StepRefused, System, possible
-from conformance.scenarios.format import (
-    INITIAL_WRITER,
-    NodeState,
-    PartitionState,
-    ScenarioFile,
-    ScenarioStep,
-    TxStartStep,
-    step_params,
-)
+from conformance.scenarios.format import ScenarioFile, ScenarioStep, TxStartStep, step_params
 from conformance.scenarios.protocols import owner_lists
 from conformance.scenarios.result import (
     CounterView,
@@ -29,6 +21,7 @@ from conformance.scenarios.result import (
     NodeView,
     TopologyView,
 )
+from conformance.scenarios.vocabulary import INITIAL_WRITER, NodeState, PartitionState
 from impl.cluster import Cluster, Config, Step, StepNotEnabled
 from impl.counter import CounterInconsistencyError, PartitionUpdateCounter, TooManyGapsError
 from impl.messages import (

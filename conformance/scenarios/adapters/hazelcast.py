@@ -14,9 +14,10 @@ from dataclasses import replace
 from typing import Literal
 
 from conformance.scenarios.adapters.base import Snapshot, StepRefused, System, possible
-from conformance.scenarios.format import NodeState, PartitionState, ScenarioFile, ScenarioStep
+from conformance.scenarios.format import ScenarioFile, ScenarioStep
 from conformance.scenarios.protocols import slots
 from conformance.scenarios.result import CounterView, MessageEvent, NodeSnapshot, NodeView, TopologyView
+from conformance.scenarios.vocabulary import NodeState, PartitionState
 from impl.hazelcast import (
     AntiEntropy,
     Backup,

@@ -21,9 +21,10 @@ from typing import Literal
 
 from conformance.scenarios.adapters.base import Snapshot, StepRefused, System, possible
 from conformance.scenarios.adapters.hazelcast import copy_text, member_view, message_label
-from conformance.scenarios.format import NodeState, PartitionState, ScenarioFile, ScenarioStep
+from conformance.scenarios.format import ScenarioFile, ScenarioStep
 from conformance.scenarios.protocols import slots
 from conformance.scenarios.result import CounterView, MessageEvent, NodeSnapshot, NodeView, TopologyView
+from conformance.scenarios.vocabulary import NodeState, PartitionState
 from conformance.systems.hazelcast import (
     DEFAULT_VERSION,
     HazelcastHarness,

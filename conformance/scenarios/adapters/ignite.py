@@ -31,15 +31,7 @@ from typing import Any
 from conformance.errors import TidemarkError
 from conformance.scenarios.adapters.base import Snapshot, StepRefused, System
 from conformance.scenarios.adapters.cluster import values
-from conformance.scenarios.format import (
-    NodeState,
-    PartitionState,
-    ScenarioFile,
-    ScenarioStep,
-    TxStartStep,
-    step_params,
-    step_text,
-)
+from conformance.scenarios.format import ScenarioFile, ScenarioStep, TxStartStep, step_params, step_text
 from conformance.scenarios.protocols import owner_lists
 from conformance.scenarios.result import (
     CounterView,
@@ -52,6 +44,7 @@ from conformance.scenarios.result import (
     TopologyView,
     VerifiedCounter,
 )
+from conformance.scenarios.vocabulary import NodeState, PartitionState
 from conformance.systems.ignite import DEFAULT_VERSION, IgniteHarness, PartitionView
 from conformance.systems.ignite import NodeView as IgniteNode
 from conformance.systems.ignite_steps import NotPossible, StepDriver

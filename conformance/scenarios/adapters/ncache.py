@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from conformance.scenarios.adapters.base import Snapshot, StepRefused, System, possible
-from conformance.scenarios.format import NodeState, PartitionState, ScenarioFile, ScenarioStep
+from conformance.scenarios.format import ScenarioFile, ScenarioStep
 from conformance.scenarios.result import CounterView, MessageEvent, NodeSnapshot, NodeView, TopologyView
+from conformance.scenarios.vocabulary import NodeState, PartitionState
 from impl.ncache import NCacheCluster, NCacheConfig, Step, StepNotEnabled
 
 

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from conformance.mutants import PME_MUTANTS
 from conformance.scenarios.adapters.cluster import ClusterSystem, Kind, version_text
-from conformance.scenarios.format import PartitionState, ScenarioFile
+from conformance.scenarios.format import ScenarioFile
 from conformance.scenarios.result import (
     ExchangeView,
     IdleVerifyView,
@@ -23,6 +23,7 @@ from conformance.scenarios.result import (
     RebalanceView,
     VerifiedCounter,
 )
+from conformance.scenarios.vocabulary import PartitionState
 from impl.cluster import Cluster, Config, Fix, Step
 from impl.pme import (
     Demand,
