@@ -63,6 +63,15 @@ KNOWN: dict[str, str] = {
     "empty-copy": "A copy that never held an update has no partition file in Ignite: a server restarting "
     "without one shows no copy (no counter) until its exchange creates it, where tidemark keeps an empty "
     "copy with counter 0 on the server's disk. Verdict: tidemark simplifies (no update is involved).",
+    "outage-topology": "After a total outage Ignite's discovery starts a new topology history: the first "
+    "server back is version 1 again, and the cluster stays inactive, with no affinity assignment, until the "
+    "whole baseline is back and it activates (by itself). tidemark keeps one version sequence across the "
+    "outage and the owner lists of its last exchange. While inactive, Ignite shows each restored copy "
+    "OWNING (it keeps no LOST mark across the restart; the activation exchange decides afresh), where "
+    "tidemark's restarted copy keeps the state its disk holds until that exchange. Topology versions from "
+    "the outage on, and owner lists and copy states while the cluster is inactive, differ. Verdict: the "
+    "model's convention (versions are labels; nothing runs on an inactive cluster; the activation exchange "
+    "decides the same copies on both).",
     "supplier-choice": "Ignite's coordinator elects the supplier of a historical rebalancing among the "
     "owners with the highest counter whose WAL reaches back far enough (any of them); tidemark takes the "
     "oldest. Verdict: tidemark simplifies (every candidate holds the same updates).",
@@ -75,7 +84,7 @@ KNOWN: dict[str, str] = {
 }
 
 _COPY = re.compile(r"^(?P<node>\w+)\.p(?P<part>\d+)\.(?P<field>\w+)$")
-_NODE = re.compile(r"^(?P<node>\w+)\.(?P<field>data|txs)(\..*)?$")
+_NODE = re.compile(r"^(?P<node>\w+)\.(?P<field>data|txs|state)(\..*)?$")
 
 
 def explain(
@@ -90,6 +99,8 @@ def explain(
     topology = path.startswith("topology.")
     restarted = [n for n in system.servers if impl[n].get("state") == "restarted"]
     joining = set(getattr(system, "starting_servers", lambda: [])())
+    if (topology or (field == "state" and part is not None)) and _after_outage(path, real, system):
+        return "outage-topology"
     if (topology and restarted) or node in restarted:
         return "restart-joins"
     if field == "state" and node in joining:
@@ -137,6 +148,14 @@ def explain(
     return None
 
 
+def _after_outage(path: str, real: dict[str, Any], system: System) -> bool:
+    """Every server was down earlier in the run, and this is a version, or Ignite's cluster is still inactive
+    (no owner lists) and this is an owner list or a copy's state."""
+    if not getattr(system, "outage", False):
+        return False
+    return path in ("topology.version", "topology.ready") or not real["topology"]["owners"]
+
+
 def _primary(node: str | None, part: int, seen: dict[str, Any]) -> bool:
     owners = seen["topology"]["owners"].get(str(part)) or []
     return bool(owners) and owners[0] == node
@@ -145,20 +164,31 @@ def _primary(node: str | None, part: int, seen: dict[str, Any]) -> bool:
 def _one_phase(node: str, impl: dict[str, Any], real: dict[str, Any], system: System) -> bool:
     """A transaction Ignite commits in one phase is further on this server than in tidemark, which has not
     decided it yet: its state there, or its writes (which stay when the server fails before tidemark's
-    model commits it). A transaction tidemark rolled back is no such case."""
+    model commits it). A transaction tidemark rolled back is no such case, unless Ignite committed it: in
+    one phase the client's prepare is its commit, so Ignite's primary commits once its backup answered or
+    left, where tidemark's recovery rolls back a transaction the client never decided (neither side
+    acknowledged it: either outcome is allowed)."""
     one_phase: set[str] = getattr(getattr(system, "driver", None), "one_phase", set())
     writes: dict[str, dict[int, str]] = getattr(system, "tx_keys", {})
     theirs, ours = impl.get(node, {}), real.get(node, {})
     for tx in one_phase:
-        if impl[system.client].get(tx) == "rolledBack":
-            continue
         state, real_state = theirs.get("txs", {}).get(tx), ours.get("txs", {}).get(tx)
+        written = [(str(k), v) for k, v in writes.get(tx, {}).items()]
+        if impl[system.client].get(tx) == "rolledBack":
+            unacknowledged = real[system.client].get(tx) != "committed"
+            if unacknowledged and (real_state == "committed" or _wrote(ours, written, theirs)):
+                return True
+            continue
         if state not in ("committed", "rolledBack") and real_state not in (None, state):
             return True
-        written = [(str(k), v) for k, v in writes.get(tx, {}).items()]
-        if any(ours.get("data", {}).get(k) == v != theirs.get("data", {}).get(k) for k, v in written):
+        if _wrote(ours, written, theirs):
             return True
     return False
+
+
+def _wrote(ours: dict[str, Any], written: list[tuple[str, str]], theirs: dict[str, Any]) -> bool:
+    """Ignite's server holds a write of the transaction that tidemark's does not."""
+    return any(ours.get("data", {}).get(k) == v != theirs.get("data", {}).get(k) for k, v in written)
 
 
 def _rolled_back_at_once(node: str, part: int | None, impl: dict[str, Any], real: dict[str, Any]) -> bool:

@@ -319,7 +319,7 @@ final class Nodes {
             CacheGroupContext grp = Observer.group(ig);
             if (grp == null)
                 continue;
-            if (!grp.preloader().rebalanceFuture().isDone())
+            if (!Observer.rebalanceDone(grp))
                 return false;
             for (GridDhtLocalPartition p : grp.topology().localPartitions()) {
                 GridDhtPartitionState st = p.state();
@@ -367,7 +367,13 @@ final class Nodes {
         }
         o.add("down", down);
         if (client != null) {
-            o.add("baseline", baselineJson().get("baseline"));
+            // With every server down the client is disconnected (it reconnects when one is back): no baseline.
+            try {
+                o.add("baseline", baselineJson().get("baseline"));
+            }
+            catch (org.apache.ignite.IgniteClientDisconnectedException e) {
+                o.addProperty("clientDisconnected", true);
+            }
             o.add("txs", txs.all());
         }
         if (idleVerify)
