@@ -72,6 +72,13 @@ KNOWN: dict[str, str] = {
     "the outage on, and owner lists and copy states while the cluster is inactive, differ. Verdict: the "
     "model's convention (versions are labels; nothing runs on an inactive cluster; the activation exchange "
     "decides the same copies on both).",
+    "evict-at-once": "Ignite clears a copy that is no longer assigned and supplies nothing as soon as its "
+    "exchange lets it go (a MOVING copy that leaves the assignment; the copy of a server that restarts "
+    "outside the baseline, already while it joins): with small partitions the copy is gone before the next "
+    "observation. tidemark keeps such a copy RENTING until its Evict step, which a scenario may take later "
+    "or never; a RENTING copy assigned again restarts MOVING from counter 0 either way (findings/"
+    "moving-renting-moving.md), so the rebalancing and the data after it agree. Verdict: tidemark allows "
+    "more interleavings (an eviction that takes longer: a large partition).",
     "supplier-choice": "Ignite's coordinator elects the supplier of a historical rebalancing among the "
     "owners with the highest counter whose WAL reaches back far enough (any of them); tidemark takes the "
     "oldest. Verdict: tidemark simplifies (every candidate holds the same updates).",
@@ -137,6 +144,12 @@ def explain(
         down = any(real.get(n, {}).get("state") == "down" for n in system.servers)
         if down and theirs == "rolledBack" and ours in ("locking", "preparing"):
             return "client-fails-fast"
+    if (
+        node is not None
+        and field in ("data", "lwm", "hwm", "items", "state")
+        and _evicted_at_once(node, part, impl, real)
+    ):
+        return "evict-at-once"
     if (
         node is not None
         and field in ("data", "lwm", "hwm", "items", "state")
@@ -219,10 +232,26 @@ def _left_pending(impl: dict[str, Any]) -> bool:
     )
 
 
+def _evicted_at_once(node: str, part: int | None, impl: dict[str, Any], real: dict[str, Any]) -> bool:
+    """tidemark's server keeps a copy (RENTING, or its disk's copy while it joins) of a partition whose owner
+    list does not hold it, where Ignite's shows none: cleared already (for data: such a copy of any
+    partition)."""
+    parts = [part] if part is not None else _parts(node, impl)
+    for p in parts:
+        theirs, ours = (seen.get(node, {}).get(f"p{p}", {}) for seen in (impl, real))
+        owners = impl["topology"]["owners"].get(str(p)) or []
+        kept = theirs.get("state") == "RENTING" or (theirs.get("state") == "OWNING" and node not in owners)
+        if kept and node not in owners and ours.get("state", "EVICTED") == "EVICTED":
+            return True
+    return False
+
+
+def _parts(node: str, seen: dict[str, Any]) -> list[int]:
+    return [int(k[1:]) for k in seen.get(node, {}) if re.fullmatch(r"p\d+", k)]
+
+
 def _moving(node: str, part: int | None, impl: dict[str, Any], real: dict[str, Any]) -> bool:
-    parts = (
-        [part] if part is not None else [int(k[1:]) for k in impl.get(node, {}) if re.fullmatch(r"p\d+", k)]
-    )
+    parts = [part] if part is not None else _parts(node, impl)
     return any(
         seen.get(node, {}).get(f"p{p}", {}).get("state") == "MOVING" for p in parts for seen in (impl, real)
     )
