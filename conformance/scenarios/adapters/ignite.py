@@ -207,9 +207,9 @@ class IgniteSystem(System):
             backups=cluster.backups,
             wal_rebalance_threshold=cluster.wal_rebalance_threshold or 0,
             order=[self.to_real[s] for s in cluster.servers],
-            # One entry per supply message for batch_size 1 (a byte's batch holds one entry); Ignite's default
-            # (512 KiB: every entry at once) otherwise.
-            rebalance_batch_bytes=1 if cluster.batch_size == 1 else 0,
+            # One entry per supply message for batch_size 1, tidemark's default (a byte's batch holds one
+            # entry); Ignite's default (512 KiB: every entry at once) for a larger batch_size.
+            rebalance_batch_bytes=1 if (cluster.batch_size or 1) == 1 else 0,
         )
         if cluster.initial_data:
             h.call("put", writes={str(k): v for k, v in sorted(cluster.initial_data.items())})
