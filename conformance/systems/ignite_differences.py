@@ -79,6 +79,13 @@ KNOWN: dict[str, str] = {
     "or never; a RENTING copy assigned again restarts MOVING from counter 0 either way (findings/"
     "moving-renting-moving.md), so the rebalancing and the data after it agree. Verdict: tidemark allows "
     "more interleavings (an eviction that takes longer: a large partition).",
+    "history-size": "Ignite's coordinator judges every history supplier of a partition by one size: that of "
+    "the first owner at the maximum counter in its messages (remote nodes before its own; "
+    "GridDhtPartitionsExchangeFuture's CounterWithNodes.size), and rebalances from history only when the "
+    "missing updates are fewer than that size; tidemark judges each supplier by its own size. They differ "
+    "only when owners at the same counter hold different data (copies that already diverged): Ignite may "
+    "then rebalance in full where tidemark takes the history of a larger owner. Verdict: tidemark "
+    "simplifies (the same supplier's data arrives either way).",
     "supplier-choice": "Ignite's coordinator elects the supplier of a historical rebalancing among the "
     "owners with the highest counter whose WAL reaches back far enough (any of them); tidemark takes the "
     "oldest. Verdict: tidemark simplifies (every candidate holds the same updates).",

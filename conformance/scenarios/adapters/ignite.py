@@ -168,6 +168,7 @@ class IgniteSystem(System):
         self._agreed: TopologyView | None = None  # the topology while no server was joining
         self._history: dict[tuple[str, int], int] = {}  # the WAL history each copy started with
         self._exchange: ExchangeView | None = None  # what Ignite logged at the last FullMessage's exchange
+        self._exchange_mark: int | None = None  # Ignite's log line where the exchange in progress began
         self.outage = False  # every server was down: Ignite's topology versions count afresh from then on
 
     def __enter__(self) -> IgniteSystem:
@@ -236,7 +237,10 @@ class IgniteSystem(System):
         return params
 
     def take(self, step: ScenarioStep) -> list[MessageEvent]:
-        mark = self.driver.h.logs(NOTHING)[1] if step.step == "FullMessage" else None
+        # An exchange's report is what Ignite logs from its first single message on (the coordinator
+        # validates the partition states once it has every single, before its full message goes out).
+        if step.step in ("SendSingle", "FullMessage") and self._exchange_mark is None:
+            self._exchange_mark = self.driver.h.logs(NOTHING)[1]
         try:
             events = self.driver.take(step.step, **self._params(step))
         except NotPossible as error:
@@ -244,8 +248,8 @@ class IgniteSystem(System):
             why = re.sub(r"\bs\d+\b", lambda m: self.to_scenario.get(m.group(0), m.group(0)), str(error))
             raise StepRefused(f"{step_text(step)} on Ignite: {why}", reason=f"Ignite: {why}") from error
         self._read_demands()
-        if mark is not None:
-            self._exchange = self._exchange_report(mark)
+        if step.step == "FullMessage" and self._exchange_mark is not None:
+            self._exchange, self._exchange_mark = self._exchange_report(self._exchange_mark), None
         obs = self.driver.observe(entries=False)
         if not self.outage and not obs.nodes and not obs.starting:
             # A total outage: the first server back starts a new topology history at version 1, read as is.
