@@ -115,6 +115,8 @@ def explain(
     joining = set(getattr(system, "starting_servers", lambda: [])())
     if (topology or (field == "state" and part is not None)) and _after_outage(path, real, system):
         return "outage-topology"
+    if field == "state" and part is None:  # a server's state: Ignite's server runs as soon as it restarted
+        return "restart-joins" if node in restarted and real.get(node, {}).get("state") == "alive" else None
     if (topology and restarted) or node in restarted:
         return "restart-joins"
     if field == "state" and node in joining:
