@@ -34,7 +34,7 @@ class ReplicaOnItself(NCacheCluster):
 class LeaveKeepsTransfers(NCacheCluster):
     """4. A leave does not revert the buckets in transfer to the leaver."""
 
-    def _reverts(self, bucket: int, leaver: str) -> bool:
+    def _reverts(self, bucket: int, leavers: frozenset[str]) -> bool:
         return False
 
 

@@ -74,7 +74,7 @@ def test_the_spec_starts_where_the_cluster_starts(standard_graph: Path) -> None:
     states = pq.read_table(standard_graph / "states.parquet").to_pydict()
     [initial] = [s for s, init in zip(states["state"], states["initial"], strict=True) if init]
     cluster = NCacheCluster.initial(mapping.config)  # type: ignore[attr-defined]
-    replay = NcReplay(cluster, {}, 0, 0, 0, Record(name="Init"))
+    replay = NcReplay(cluster, {}, 0, 0, 0, 0, Record(name="Init"))
     assert canonical_json(state_to_itf(mapping.abstract(replay))) == initial
 
 

@@ -61,7 +61,7 @@ def make_machine(
     class NCacheMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            self.run = NcReplay(NCacheCluster.initial(mapping.config), {}, 0, 0, 0, Record(name="Init"))
+            self.run = NcReplay(NCacheCluster.initial(mapping.config), {}, 0, 0, 0, 0, Record(name="Init"))
             self.states = [mapping.abstract(self.run)] if runs is not None else []
 
         @rule(data=st.data())

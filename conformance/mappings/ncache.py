@@ -8,8 +8,9 @@ orphan / logged (functions of the bucket; "none" for no member), active and repl
 over every key of the model, 0 for none) and queue (member -> sequence of [key, value]).
 
 Spec-level rules kept here: MaxWrites bounds Write, ReplicationFailure and LoserWrite (write n writes value
-n), a Write or a LoserWrite is acknowledged, MaxLeaves bounds Leave, MaxSplits bounds Split. The cut-off
-member of a split-brain and its store are `cut` and `cutStore`.
+n), a Write or a LoserWrite is acknowledged, MaxLeaves bounds Leave and MaintenanceFailure (the second
+member down), MaxSplits bounds Split, MaxMaintenance bounds StopForMaintenance. The cut-off member of a
+split-brain and its store are `cut` and `cutStore`; the member stopped for maintenance is `maint`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ NONE = "none"
 SPEC = "NCachePartitionReplica"
 WRITES = ("Write", "ReplicationFailure", "LoserWrite")  # each spends a write number
 ACKNOWLEDGED = ("Write", "LoserWrite")
+LEAVES = ("Leave", "MaintenanceFailure")  # each spends a leave
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class NcReplay:
     writes: int
     leaves: int
     splits: int
+    maints: int
     action: Value
 
 
@@ -88,11 +91,12 @@ class NCacheMapping:
             self.max_writes = _int(constants["MaxWrites"])
             self.max_leaves = _int(constants["MaxLeaves"])
             self.max_splits = _int(constants["MaxSplits"])
+            self.max_maintenance = _int(constants["MaxMaintenance"])
         except (KeyError, ReplayError, ValueError) as error:
             raise TidemarkError(
                 f"model constants do not fit {SPEC}: {error}",
                 source=f"{SPEC} model",
-                expected="NodeCount, BucketCount, Keys, Sync, MaxWrites, MaxLeaves, MaxSplits",
+                expected="NodeCount, BucketCount, Keys, Sync, MaxWrites, MaxLeaves, MaxSplits, MaxMaintenance",
             ) from error
         self.cluster_class = cluster_class
 
@@ -126,9 +130,10 @@ class NCacheMapping:
             queue={n: self._queue(_field(state["queue"], n)) for n in nodes},
             cut=_member(state["cut"]),
             cut_store=self._store(state["cutStore"]),
+            maint=_member(state["maint"]),
         )
         acked = self._store(state["acked"])
-        counts = (_int(state["writes"]), _int(state["leaves"]), _int(state["splits"]))
+        counts = (_int(state[v]) for v in ("writes", "leaves", "splits", "maints"))
         return NcReplay(cluster, acked, *counts, state["action"])
 
     def abstract(self, impl: NcReplay) -> State:
@@ -153,6 +158,8 @@ class NCacheMapping:
             "cut": c.cut or NONE,
             "cutStore": self._total(c.cut_store),
             "splits": impl.splits,
+            "maint": c.maint or NONE,
+            "maints": impl.maints,
             "action": impl.action,
         }
 
@@ -162,8 +169,10 @@ class NCacheMapping:
         """The model's budgets on top of the cluster's guards."""
         if step.name in WRITES:
             return impl.writes < self.max_writes
-        if step.name == "Leave":
+        if step.name in LEAVES:
             return impl.leaves < self.max_leaves
+        if step.name == "StopForMaintenance":
+            return impl.maints < self.max_maintenance
         if step.name == "Split":
             return impl.splits < self.max_splits
         return True
@@ -188,8 +197,9 @@ class NCacheMapping:
         acked = impl.acked
         if step.name in ACKNOWLEDGED and step.key is not None and step.value is not None:
             acked = {**acked, step.key: step.value}
-        leaves, splits = impl.leaves + (step.name == "Leave"), impl.splits + (step.name == "Split")
-        return NcReplay(after, acked, impl.writes + written, leaves, splits, action)
+        leaves, splits = impl.leaves + (step.name in LEAVES), impl.splits + (step.name == "Split")
+        maints = impl.maints + (step.name == "StopForMaintenance")
+        return NcReplay(after, acked, impl.writes + written, leaves, splits, maints, action)
 
 
 def build(constants: Mapping[str, Value], mutant: str | None = None) -> NCacheMapping:
