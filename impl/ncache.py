@@ -244,9 +244,8 @@ class NCacheCluster:
 
     def can_fail_replication(self, key: int) -> bool:
         bucket = self.config.bucket(key)
-        return (
-            self.config.sync and self.serving(bucket) is None and self.up_holder(self.owner[bucket]) is not None
-        )
+        served_by_owner = self.serving(bucket) is None
+        return self.config.sync and served_by_owner and self.up_holder(self.owner[bucket]) is not None
 
     # --- client writes and replication -----------------------------------------------------------------
 

@@ -25,6 +25,7 @@ SPEC = Path("spec/NCachePartitionReplica.tla")
 STANDARD = Path("spec/NCachePartitionReplica.cfg")
 ASYNC = Path("tests/models/NCachePartitionReplica-async.cfg")
 SPLIT = Path("tests/models/NCachePartitionReplica-split.cfg")
+MAINTENANCE = Path("tests/models/NCachePartitionReplica-maintenance.cfg")
 NCACHE_ZOO = [
     "log-not-replayed", "map-not-consulted-in-transfer", "replica-on-itself", "leave-keeps-transfers",
 ]  # fmt: skip
@@ -62,6 +63,14 @@ def test_every_edge_of_the_split_brain_model_replays(tmp_path: Path) -> None:
     assert all(result.coverage[name] > 0 for name in ("Split", "LoserWrite", "Merge"))
 
 
+def test_every_edge_of_the_maintenance_model_replays(tmp_path: Path) -> None:
+    """The stop and its three exits, with OneDownKeepsData holding in TLC's run."""
+    result = conform(SPEC, MAINTENANCE, local=True, run_dir=tmp_path / "run")
+    assert result.holds and result.edges_replayed == result.edges > 20_000
+    exits = ("StopForMaintenance", "MaintenanceRejoin", "MaintenanceTimeout", "MaintenanceFailure")
+    assert all(result.coverage[name] > 0 for name in exits)
+
+
 def test_concretize_and_abstract_are_inverse_on_every_state(standard_graph: Path) -> None:
     mapping = mapping_for("NCachePartitionReplica", read_config(STANDARD).constants)
     for text in pq.read_table(standard_graph / "states.parquet").to_pydict()["state"]:
@@ -86,12 +95,14 @@ def test_check_reports_the_loss_windows_as_documented(capsys: pytest.CaptureFixt
     assert [Path(w["config"]).name for w in windows] == [
         "NCachePartitionReplica-loss-async.cfg",
         "NCachePartitionReplica-loss-double-leave.cfg",
+        "NCachePartitionReplica-loss-maintenance.cfg",
         "NCachePartitionReplica-loss-split.cfg",
     ]
     for window in windows:
         assert window["as_documented"] and window["verdict"] == "AckedWritesSurvive violated, as documented"
         assert window["violation"]["invariant"] == "AckedWritesSurvive"
-        assert {"Leave", "Split"} & {step["action"] for step in window["violation"]["trace"]}
+        departures = {"Leave", "Split", "MaintenanceFailure"}
+        assert departures & {step["action"] for step in window["violation"]["trace"]}
 
 
 def test_check_fails_when_a_documented_loss_does_not_happen(

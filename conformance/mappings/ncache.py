@@ -96,7 +96,8 @@ class NCacheMapping:
             raise TidemarkError(
                 f"model constants do not fit {SPEC}: {error}",
                 source=f"{SPEC} model",
-                expected="NodeCount, BucketCount, Keys, Sync, MaxWrites, MaxLeaves, MaxSplits, MaxMaintenance",
+                expected="NodeCount, BucketCount, Keys, Sync, MaxWrites, MaxLeaves, MaxSplits and "
+                "MaxMaintenance",
             ) from error
         self.cluster_class = cluster_class
 
@@ -133,8 +134,8 @@ class NCacheMapping:
             maint=_member(state["maint"]),
         )
         acked = self._store(state["acked"])
-        counts = (_int(state[v]) for v in ("writes", "leaves", "splits", "maints"))
-        return NcReplay(cluster, acked, *counts, state["action"])
+        writes, leaves, splits, maints = (_int(state[v]) for v in ("writes", "leaves", "splits", "maints"))
+        return NcReplay(cluster, acked, writes, leaves, splits, maints, state["action"])
 
     def abstract(self, impl: NcReplay) -> State:
         c = impl.cluster

@@ -270,6 +270,13 @@ NCACHE_STEPS: dict[str, tuple[str, ...]] = {
     "StartTransfer": ("bucket",),
     "EndTransfer": ("bucket",),
     "PullOrphan": ("bucket",),
+    "StopForMaintenance": ("node",),
+    "MaintenanceRejoin": ("node",),
+    "MaintenanceTimeout": ("node",),
+    "MaintenanceFailure": ("node",),
+    "Split": ("node",),
+    "LoserWrite": ("key",),
+    "Merge": ("node",),
 }
 _NCACHE_PARAMS = ("node", "key", "bucket", "graceful")
 
