@@ -121,6 +121,7 @@ def test_tidemark_validate_accepts_every_schedule(
 TestNCacheSchedulesStandard = make_machine(Path("spec/NCachePartitionReplica.cfg")).TestCase
 TestNCacheSchedulesStandard.settings = settings(max_examples=100, stateful_step_count=40)
 
-# Maintenance mode's bounds (tests/models/NCachePartitionReplica-maintenance.cfg): a stop and its exits.
-TestNCacheSchedulesMaintenance = make_machine(Path("tests/models/NCachePartitionReplica-maintenance.cfg")).TestCase
+# Maintenance mode's bounds: a stop and its exits.
+MAINTENANCE = Path("tests/models/NCachePartitionReplica-maintenance.cfg")
+TestNCacheSchedulesMaintenance = make_machine(MAINTENANCE).TestCase
 TestNCacheSchedulesMaintenance.settings = settings(max_examples=100, stateful_step_count=30)
