@@ -3,17 +3,17 @@
 The key space is cut into 1000 buckets (`bucket_of`: the 32-bit hash split into ranges). The coordinator,
 the oldest member, keeps the distribution map: per bucket its permanent owner, its temporary owner (the
 member it is being moved to) and its status. Every member's partition has one replica, on the member that
-joined after it (the last member's on the first). Steps carry the spec's action names: `join`
-(Join), `start_transfer` / `end_transfer` (StartTransfer / EndTransfer: one bucket pulled, operations on it
-logged on the old owner and replayed before the switch), `leave` (Leave: graceful or abrupt; transfers to
-the leaver revert, its buckets are orphaned and served by its replica), `pull_orphan` (PullOrphan),
-`write` (Write: replicated synchronously or queued), `replication_failure` (ReplicationFailure: a
-synchronous write undone on both), `replicate` (Replicate: the head of an owner's queue), `split`,
-`loser_write` and `merge` (Split, LoserWrite, Merge: a split-brain that cuts one member off, writes the
-loser acknowledges, and the merge that discards them), `stop_for_maintenance` (StopForMaintenance: a member
-stopped, its buckets served from its replica) with its three exits `maintenance_rejoin`,
-`maintenance_timeout` and `maintenance_failure` (MaintenanceRejoin, MaintenanceTimeout,
-MaintenanceFailure) and `done`.
+joined after it (the last member's on the first). Steps carry the spec's action names: `join` (Join),
+`start_transfer` / `end_transfer` (StartTransfer / EndTransfer: one bucket pulled, operations on it logged
+on the old owner and replayed before the switch), `leave` (Leave: graceful or abrupt; transfers to the
+leaver revert, its buckets are orphaned and served by its replica), `pull_orphan` (PullOrphan), `write`
+(Write: replicated synchronously or queued), `replication_failure` (ReplicationFailure: a synchronous
+write undone on both), `replicate` (Replicate: the head of an owner's queue), `split`, `loser_write` and
+`merge` (Split, LoserWrite, Merge: a split-brain that cuts members off, writes the loser side
+acknowledges, and the merge that discards them; the losers may join again), `stop_for_maintenance`
+(StopForMaintenance: a member stopped, its buckets served from its replica) with its three exits
+`maintenance_rejoin`, `maintenance_timeout` and `maintenance_failure` (MaintenanceRejoin,
+MaintenanceTimeout, MaintenanceFailure) and `done`.
 
 Every step returns a new cluster; a step that is not enabled raises StepNotEnabled. Nothing here does I/O.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import combinations
 from typing import TypeVar
 
 BUCKETS = 1000  # NCache's bucket count
@@ -77,6 +78,7 @@ class Step:
     value: int | None = None
     bucket: int | None = None
     graceful: bool | None = None
+    nodes: frozenset[str] | None = None
 
 
 def _copy_bucket(dst: Store, src: Store, bucket: int, config: NCacheConfig) -> dict[int, int]:
@@ -103,8 +105,9 @@ class NCacheCluster:
     active: Mapping[str, Store]
     replica: Mapping[str, Store]
     queue: Mapping[str, tuple[tuple[int, int], ...]]  # per member: (key, value) waiting for replication
-    cut: str | None = None  # the member a split-brain cut off (the loser, serving alone)
-    cut_store: Store = field(default_factory=dict)  # what the cut-off member holds and writes meanwhile
+    cut: frozenset[str] = frozenset()  # the members a split-brain cut off (the loser side)
+    cut_store: Store = field(default_factory=dict)  # what the loser side serves and writes meanwhile
+    rejoining: frozenset[str] = frozenset()  # losers of a merged split, restarted: they may join again
     maint: str | None = None  # the member stopped for maintenance
 
     @classmethod
@@ -293,14 +296,23 @@ class NCacheCluster:
     def join(self, node: str) -> NCacheCluster:
         """The next node joins when every bucket is functional: the buckets each member holds beyond the
         new share get it as temporary owner; replicas are re-pulled along the new chain."""
-        self._require(node == self.next_node and self.quiet_map and self.maint is None, f"Join({node})")
+        joiner = node == self.next_node or node in self.rejoining
+        self._require(joiner and self.quiet_map and self.maint is None, f"Join({node})")
         members = (*self.members, node)
         share = self.config.bucket_count // len(members)
         moving = {b for x in self.members for b in self.gives(x, share)}
         temp = tuple(node if b in moving else None for b in self.buckets)
         status = tuple(NEED_TRANSFER if b in moving else FUNCTIONAL for b in self.buckets)
         replica = self._rebuilt(members, self.owner, self.orphan, self.replica)
-        return replace(self, members=members, temp=temp, status=status, replica=replica)
+        return replace(
+            self,
+            members=members,
+            left=self.left - {node},
+            rejoining=self.rejoining - {node},
+            temp=temp,
+            status=status,
+            replica=replica,
+        )
 
     @property
     def quiet_map(self) -> bool:
@@ -438,34 +450,37 @@ class NCacheCluster:
 
     # --- split-brain -------------------------------------------------------------------------------------
 
-    def loses(self, node: str) -> bool:
-        """Whether a split cutting node off leaves it the loser: the rest is larger, or on a tie the rest's
-        coordinator has the lower address (the oldest member is the lowest here)."""
-        return len(self.members) > 2 or node != self.members[0]
+    def loses(self, nodes: frozenset[str]) -> bool:
+        """Whether a split cutting `nodes` off leaves them the loser: the rest is larger, or on a tie the
+        rest's coordinator has the lower address (the oldest member is the lowest here)."""
+        rest = len(self.members) - len(nodes)
+        return len(nodes) < rest or (len(nodes) == rest and self.members[0] not in nodes)
 
-    def split(self, node: str) -> NCacheCluster:
-        """The network cuts node off: the rest goes on as if it had left abruptly; node goes on serving
-        the clients connected to it from what it holds."""
-        ok = self.cut is None and self.maint is None and node in self.members and len(self.members) > 1
-        self._require(ok and self.loses(node), f"Split({node})")
-        return replace(self._depart(frozenset({node}), graceful=False), cut=node, cut_store=self.active[node])
+    def split(self, nodes: frozenset[str]) -> NCacheCluster:
+        """The network cuts `nodes` off: the rest goes on as if they had left abruptly; they go on serving
+        the clients connected to them from what they owned."""
+        ok = not self.cut and self.maint is None and bool(nodes) and nodes <= set(self.members)
+        self._require(ok and self.loses(nodes), f"Split({sorted(nodes)})")
+        bucket = self.config.bucket
+        held = {k: v for x in nodes for k, v in self.active[x].items() if self.owner[bucket(k)] == x}
+        return replace(self._depart(nodes, graceful=False), cut=nodes, cut_store=held)
 
     def loser_write(self, key: int, value: int) -> NCacheCluster:
-        """A client connected to the cut-off member writes there (and is acknowledged)."""
-        self._require(self.cut is not None, "LoserWrite")
+        """A client connected to the loser side writes there (and is acknowledged)."""
+        self._require(bool(self.cut), "LoserWrite")
         return replace(self, cut_store={**self.cut_store, key: value})
 
     def merge(self) -> NCacheCluster:
-        """Connectivity returns: the loser restarts to rejoin the winner; its data is discarded."""
-        self._require(self.cut is not None, "Merge")
-        return replace(self, cut=None, cut_store={})
+        """Connectivity returns: the losers restart, their data discarded; they may join again."""
+        self._require(bool(self.cut), "Merge")
+        return replace(self, cut=frozenset(), cut_store={}, rejoining=self.rejoining | self.cut)
 
     # --- maintenance mode --------------------------------------------------------------------------------
 
     def can_stop_for_maintenance(self, node: str) -> bool:
         return (
             self.maint is None
-            and self.cut is None
+            and not self.cut
             and node in self.members
             and len(self.members) > 1
             and self.quiet_map
@@ -534,8 +549,9 @@ class NCacheCluster:
         for x in self.members:
             if self.queue[x]:
                 yield Step("Replicate", node=x)
-        if self.next_node is not None and self.quiet_map and self.maint is None:
-            yield Step("Join", node=self.next_node)
+        if self.quiet_map and self.maint is None:
+            for joiner in sorted({*self.rejoining, *([self.next_node] if self.next_node else [])}):
+                yield Step("Join", node=joiner)
         if len(self.members) > 1 and self.maint is None:
             for x in self.members:
                 yield Step("Leave", node=x, graceful=True)
@@ -548,14 +564,15 @@ class NCacheCluster:
             for x in self.members:
                 if x != self.maint and len(self.members) > 2:
                     yield Step("MaintenanceFailure", node=x)
-        if self.cut is None and self.maint is None and len(self.members) > 1:
-            for x in self.members:
-                if self.loses(x):
-                    yield Step("Split", node=x)
-        if self.cut is not None:
+        if not self.cut and self.maint is None:
+            for size in range(1, len(self.members)):
+                for nodes in map(frozenset, combinations(self.members, size)):
+                    if self.loses(nodes):
+                        yield Step("Split", nodes=nodes)
+        if self.cut:
             for k in sorted(keys):
                 yield Step("LoserWrite", key=k, value=value)
-            yield Step("Merge", node=self.cut)
+            yield Step("Merge")
         for b in self.buckets:
             if self.status[b] == NEED_TRANSFER and self.temp[b] is not None:
                 yield Step("StartTransfer", bucket=b)
@@ -585,7 +602,7 @@ class NCacheCluster:
                 case "PullOrphan":
                     return self.pull_orphan(_given(step.bucket))
                 case "Split":
-                    return self.split(_given(step.node))
+                    return self.split(_given(step.nodes))
                 case "LoserWrite":
                     return self.loser_write(_given(step.key), _given(step.value))
                 case "StopForMaintenance":
@@ -597,7 +614,6 @@ class NCacheCluster:
                 case "MaintenanceFailure":
                     return self.maintenance_failure(_given(step.node))
                 case "Merge":
-                    self._require(step.node == self.cut, "Merge")
                     return self.merge()
                 case "Done":
                     return self.done()

@@ -36,11 +36,11 @@
 (* replica serves it. Replicas are re-pulled from their actives on every   *)
 (* membership change.                                                      *)
 (*                                                                         *)
-(* Split-brain: the network cuts one member off (Split); the rest - the   *)
+(* Split-brain: the network cuts some members off (Split); the rest - the *)
 (* larger side, or on a tie the side whose coordinator has the lowest      *)
-(* address - goes on as if it had left abruptly, while the loser goes on   *)
-(* serving its clients alone (LoserWrite); when connectivity returns the   *)
-(* loser restarts and its data is discarded (Merge).                       *)
+(* address - goes on as if they had left abruptly, while the loser side    *)
+(* goes on serving its clients (LoserWrite); when connectivity returns the *)
+(* losers restart, their data discarded (Merge), and join again (Join).   *)
 (*                                                                         *)
 (* Maintenance mode (StopForMaintenance): a member stopped for maintenance *)
 (* keeps its buckets in the map and loses its in-memory stores (a graceful *)
@@ -62,8 +62,9 @@
 (*                                                                         *)
 (* Simplifications: nodes join once, in the order n1, n2, ...; a join is   *)
 (* admitted when every bucket is functional; a bucket is copied in one     *)
-(* step; the replica rebuild at a membership change is one step; a split   *)
-(* cuts off one member, which does not rejoin; a bucket                    *)
+(* step; the replica rebuild at a membership change is one step; the      *)
+(* loser side of a split serves from one store (what its members owned);   *)
+(* a bucket                                                                *)
 (* owned by the leaver that was in transfer is orphaned like the others    *)
 (* (NCache 5.x); the weight is the number of entries (NCache: bytes).      *)
 (***************************************************************************)
@@ -98,15 +99,16 @@ VARIABLES
     acked,    \* acked[k] (ghost): the last acknowledged value of k, 0 for none
     writes,   \* writes so far (the last value written), e.g. 2
     leaves,   \* leaves so far, e.g. 1
-    cut,      \* the member a split-brain cut off (the loser, serving alone), or "none"
-    cutStore, \* cutStore[k]: the value of k the cut-off member holds, 0 for none
+    cut,      \* the members a split-brain cut off (the loser side, serving its clients), e.g. {"n3", "n4"}
+    cutStore, \* cutStore[k]: the value of k the loser side serves, 0 for none
     splits,   \* splits so far, e.g. 1
+    rejoining, \* losers of a merged split that restarted and may join again, e.g. {"n3"}
     maint,    \* the member stopped for maintenance, or "none", e.g. "n3"
     maints,   \* stops for maintenance so far, e.g. 1
     action    \* the step taken, e.g. [name |-> "Write", key |-> 0, value |-> 1]
 
 protocolVars == <<members, left, owner, temp, status, orphan, logged, active, replica, queue>>
-splitVars == <<cut, cutStore, splits>>
+splitVars == <<cut, cutStore, splits, rejoining>>
 maintVars == <<maint, maints>>
 vars == <<protocolVars, acked, writes, leaves, splitVars, maintVars, action>>
 
@@ -218,8 +220,9 @@ Init ==
     /\ acked = Empty
     /\ writes = 0
     /\ leaves = 0
-    /\ cut = None
+    /\ cut = {}
     /\ cutStore = Empty
+    /\ rejoining = {}
     /\ splits = 0
     /\ maint = None
     /\ maints = 0
@@ -276,10 +279,11 @@ Replicate(x) ==
 -----------------------------------------------------------------------------
 (* State transfer                                                           *)
 
-\* The next node joins (when every bucket is functional): its share of buckets gets it as temporary
-\* owner; replicas are re-pulled along the new chain.
+\* The next node, or a restarted loser of a split, joins (when every bucket is functional): its share of
+\* buckets gets it as temporary owner; replicas are re-pulled along the new chain.
 Join(n) ==
-    /\ n = Node(Len(members) + Cardinality(left) + 1) /\ Len(members) + Cardinality(left) < NodeCount
+    /\ \/ n = Node(Len(members) + Cardinality(left) + 1) /\ Len(members) + Cardinality(left) < NodeCount
+       \/ n \in rejoining
     /\ \A b \in Buckets : status[b] = "Functional"
     /\ maint = None
     /\ LET ms == Append(members, n)
@@ -289,8 +293,10 @@ Join(n) ==
           /\ temp' = [b \in Buckets |-> IF b \in moving THEN n ELSE None]
           /\ status' = [b \in Buckets |-> IF b \in moving THEN "NeedTransfer" ELSE "Functional"]
           /\ replica' = Rebuilt(ms, owner, orphan, replica)
+    /\ left' = left \ {n}
+    /\ rejoining' = rejoining \ {n}
     /\ action' = [name |-> "Join", node |-> n]
-    /\ UNCHANGED <<left, owner, orphan, logged, active, queue, acked, writes, leaves>>
+    /\ UNCHANGED <<owner, orphan, logged, active, queue, acked, writes, leaves>>
 
 \* The temporary owner pulls bucket b: a copy of the permanent owner's data; operations are logged now.
 StartTransfer(b) ==
@@ -391,35 +397,38 @@ Leave(x, graceful) ==
 -----------------------------------------------------------------------------
 (* Split-brain                                                              *)
 
-\* The network cuts member x off. The rest - the larger sub-cluster, or on a tie the one whose coordinator
-\* has the lowest address - goes on as if x had left abruptly; x, alone, goes on serving the clients
-\* connected to it from what it holds.
-Loses(x) == Len(members) > 2 \/ x # members[1]
+\* The network cuts the members X off. The rest - the larger sub-cluster, or on a tie the one whose
+\* coordinator has the lowest address (the oldest member) - goes on as if X had left abruptly; X goes on
+\* serving the clients connected to it from what its members owned.
+Loses(X) ==
+    LET rest == Len(members) - Cardinality(X)
+    IN Cardinality(X) < rest \/ (Cardinality(X) = rest /\ members[1] \notin X)
 
-Split(x) ==
-    /\ cut = None /\ splits < MaxSplits /\ Loses(x) /\ maint = None
-    /\ Departs({x}, FALSE)
-    /\ cut' = x
-    /\ cutStore' = active[x]
+Split(X) ==
+    /\ cut = {} /\ splits < MaxSplits /\ maint = None /\ X \subseteq Live /\ Loses(X)
+    /\ Departs(X, FALSE)
+    /\ cut' = X
+    /\ cutStore' = [k \in Keys |-> IF owner[BucketOf(k)] \in X THEN active[owner[BucketOf(k)]][k] ELSE 0]
     /\ splits' = splits + 1
-    /\ action' = [name |-> "Split", node |-> x]
-    /\ UNCHANGED <<acked, writes, leaves, maintVars>>
+    /\ action' = [name |-> "Split", nodes |-> X]
+    /\ UNCHANGED <<acked, writes, leaves, maintVars, rejoining>>
 
-\* A client connected to the cut-off member writes k there: acknowledged.
+\* A client connected to the loser side writes k there: acknowledged.
 LoserWrite(k) ==
-    /\ cut # None /\ writes < MaxWrites
+    /\ cut # {} /\ writes < MaxWrites
     /\ cutStore' = [cutStore EXCEPT ![k] = writes + 1]
     /\ acked' = [acked EXCEPT ![k] = writes + 1]
     /\ writes' = writes + 1
     /\ action' = [name |-> "LoserWrite", key |-> k, value |-> writes + 1]
-    /\ UNCHANGED <<protocolVars, cut, splits, leaves, maintVars>>
+    /\ UNCHANGED <<protocolVars, cut, splits, rejoining, leaves, maintVars>>
 
-\* Connectivity returns: the loser restarts to rejoin the winner, its data discarded (it stays out here).
+\* Connectivity returns: the losers restart, their data discarded, and may join the winner again.
 Merge ==
-    /\ cut # None
-    /\ cut' = None
+    /\ cut # {}
+    /\ cut' = {}
     /\ cutStore' = Empty
-    /\ action' = [name |-> "Merge", node |-> cut]
+    /\ rejoining' = rejoining \cup cut
+    /\ action' = [name |-> "Merge"]
     /\ UNCHANGED <<protocolVars, splits, acked, writes, leaves, maintVars>>
 
 -----------------------------------------------------------------------------
@@ -429,7 +438,7 @@ Merge ==
 \* a graceful stop, its queue flushed to its replica holder; its in-memory stores are gone; its buckets
 \* stay in the map, served from its replica.
 StopForMaintenance(x) ==
-    /\ maint = None /\ cut = None /\ maints < MaxMaintenance
+    /\ maint = None /\ cut = {} /\ maints < MaxMaintenance
     /\ x \in Live /\ Len(members) > 1
     /\ \A b \in Buckets : status[b] = "Functional"
     /\ LET holder == ReplicaHolder(x, members)
@@ -486,12 +495,14 @@ Done ==
 Protocol ==
     \/ Done
     \/ \E k \in Keys : Write(k) \/ ReplicationFailure(k)
-    \/ \E x \in Nodes : Replicate(x) \/ Join(x)
+    \/ \E x \in Nodes : Replicate(x)
     \/ \E b \in Buckets : StartTransfer(b) \/ EndTransfer(b) \/ PullOrphan(b)
 
 Next ==
     \/ Protocol /\ UNCHANGED <<splitVars, maintVars>>
-    \/ \E x \in Nodes : Leave(x, TRUE) \/ Leave(x, FALSE) \/ Split(x)
+    \/ \E x \in Nodes : Join(x) /\ UNCHANGED <<cut, cutStore, splits, maintVars>>
+    \/ \E x \in Nodes : Leave(x, TRUE) \/ Leave(x, FALSE)
+    \/ \E X \in SUBSET Nodes : Split(X)
     \/ \E x \in Nodes : StopForMaintenance(x) \/ MaintenanceRejoin(x) \/ MaintenanceTimeout(x)
                        \/ MaintenanceFailure(x)
     \/ \E k \in Keys : LoserWrite(k)
@@ -510,7 +521,7 @@ TypeOK ==
     /\ logged \in [Buckets -> SUBSET Keys]
     /\ active \in [Nodes -> [Keys -> 0..MaxWrites]] /\ replica \in [Nodes -> [Keys -> 0..MaxWrites]]
     /\ acked \in [Keys -> 0..MaxWrites] /\ writes <= MaxWrites /\ leaves <= MaxLeaves
-    /\ cut \in Nodes \cup {None} /\ cutStore \in [Keys -> 0..MaxWrites] /\ splits <= MaxSplits
+    /\ cut \subseteq left /\ rejoining \subseteq left /\ cut \cap rejoining = {} /\ cutStore \in [Keys -> 0..MaxWrites] /\ splits <= MaxSplits
     /\ maint \in Nodes \cup {None} /\ maints <= MaxMaintenance
 
 \* Every bucket has exactly one permanent owner, a live member; a temporary owner is another live member.

@@ -26,6 +26,7 @@ STANDARD = Path("spec/NCachePartitionReplica.cfg")
 ASYNC = Path("tests/models/NCachePartitionReplica-async.cfg")
 SPLIT = Path("tests/models/NCachePartitionReplica-split.cfg")
 MAINTENANCE = Path("tests/models/NCachePartitionReplica-maintenance.cfg")
+SPLIT_TWO = Path("tests/models/NCachePartitionReplica-split-two.cfg")
 NCACHE_ZOO = [
     "log-not-replayed", "map-not-consulted-in-transfer", "replica-on-itself", "leave-keeps-transfers",
 ]  # fmt: skip
@@ -61,6 +62,13 @@ def test_every_edge_of_the_split_brain_model_replays(tmp_path: Path) -> None:
     result = conform(SPEC, SPLIT, local=True, run_dir=tmp_path / "run")
     assert result.holds and result.edges_replayed == result.edges > 1_000
     assert all(result.coverage[name] > 0 for name in ("Split", "LoserWrite", "Merge"))
+
+
+def test_every_edge_of_the_two_member_split_model_replays(tmp_path: Path) -> None:
+    """Splits cutting one or two members off, the merge, and the losers joining again."""
+    result = conform(SPEC, SPLIT_TWO, local=True, run_dir=tmp_path / "run")
+    assert result.holds and result.edges_replayed == result.edges > 20_000
+    assert all(result.coverage[name] > 0 for name in ("Split", "LoserWrite", "Merge", "Join"))
 
 
 def test_every_edge_of_the_maintenance_model_replays(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ LOST = Path("scenarios/ncache-async-abrupt-leave-loses-write.json")
 EXITS = ("node-comes-back", "timeout", "second-failure")
 MAINTENANCE = [Path(f"scenarios/ncache-maintenance-{exit}.json") for exit in EXITS]
 SPLIT = Path("scenarios/ncache-split-brain-loser-discarded.json")
+SPLIT_TWO = Path("scenarios/ncache-split-brain-two-cut-rejoin.json")
 NCACHE_SCENARIOS = sorted(
     p
     for p in Path("scenarios").glob("*.json")
@@ -37,7 +38,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def test_the_seeds_pictures_are_shipped() -> None:
-    assert sorted([JOIN, LEAVE, REPLAYED, LOST, *MAINTENANCE, SPLIT]) == NCACHE_SCENARIOS
+    assert sorted([JOIN, LEAVE, REPLAYED, LOST, *MAINTENANCE, SPLIT, SPLIT_TWO]) == NCACHE_SCENARIOS
 
 
 @pytest.mark.parametrize("path", NCACHE_SCENARIOS, ids=lambda p: p.stem)

@@ -3,14 +3,15 @@
 The implementation side of a spec state is `NcReplay`: a real `NCacheCluster` plus what the spec keeps
 beside the protocol - the model's budgets (writes, leaves), the ghost `acked` (the last acknowledged value
 per key) and the `action` that led here. Constants become the cluster's `NCacheConfig`: nodes n1..nN,
-BucketCount and Sync. Variables map one to one: members (a sequence), left, owner / temp / status /
-orphan / logged (functions of the bucket; "none" for no member), active and replica (member -> key -> value
-over every key of the model, 0 for none) and queue (member -> sequence of [key, value]).
+BucketCount and Sync. Variables map one to one: members (a sequence), left, owner / temp / status / orphan
+/ logged (functions of the bucket; "none" for no member), active and replica (member -> key -> value over
+every key of the model, 0 for none) and queue (member -> sequence of [key, value]).
 
-Spec-level rules kept here: MaxWrites bounds Write, ReplicationFailure and LoserWrite (write n writes value
-n), a Write or a LoserWrite is acknowledged, MaxLeaves bounds Leave and MaintenanceFailure (the second
-member down), MaxSplits bounds Split, MaxMaintenance bounds StopForMaintenance. The cut-off member of a
-split-brain and its store are `cut` and `cutStore`; the member stopped for maintenance is `maint`.
+Spec-level rules kept here: MaxWrites bounds Write, ReplicationFailure and LoserWrite (write n writes
+value n), a Write or a LoserWrite is acknowledged, MaxLeaves bounds Leave and MaintenanceFailure (the
+second member down), MaxSplits bounds Split, MaxMaintenance bounds StopForMaintenance. The cut-off member
+of a split-brain and its store are `cut` and `cutStore`, the losers that may join again `rejoining`; the
+member stopped for maintenance is `maint`.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def action_value(step: Step) -> Record:
     for name in ("node", "key", "value", "bucket", "graceful"):
         if (v := getattr(step, name)) is not None:
             fields[name] = v
+    if step.nodes is not None:
+        fields["nodes"] = shared_set(step.nodes)
     return shared_record(**fields)
 
 
@@ -65,7 +68,8 @@ def step_of(action: Value) -> Step:
         raise ReplayError(f"expected a boolean, got {graceful!r}")
     ints = {k: _int(record[k]) for k in ("key", "value", "bucket") if k in record}
     node = _str(record["node"]) if "node" in record else None
-    return Step(name, node=node, graceful=graceful, **ints)
+    nodes = frozenset(_str(n) for n in _set(record["nodes"])) if "nodes" in record else None
+    return Step(name, node=node, graceful=graceful, nodes=nodes, **ints)
 
 
 def _member(value: Value) -> str | None:
@@ -129,9 +133,10 @@ class NCacheMapping:
             active={n: self._store(_field(state["active"], n)) for n in nodes},
             replica={n: self._store(_field(state["replica"], n)) for n in nodes},
             queue={n: self._queue(_field(state["queue"], n)) for n in nodes},
-            cut=_member(state["cut"]),
+            cut=frozenset(_str(m) for m in _set(state["cut"])),
             cut_store=self._store(state["cutStore"]),
             maint=_member(state["maint"]),
+            rejoining=frozenset(_str(m) for m in _set(state["rejoining"])),
         )
         acked = self._store(state["acked"])
         writes, leaves, splits, maints = (_int(state[v]) for v in ("writes", "leaves", "splits", "maints"))
@@ -156,9 +161,10 @@ class NCacheMapping:
             "acked": self._total(impl.acked),
             "writes": impl.writes,
             "leaves": impl.leaves,
-            "cut": c.cut or NONE,
+            "cut": shared_set(c.cut),
             "cutStore": self._total(c.cut_store),
             "splits": impl.splits,
+            "rejoining": shared_set(c.rejoining),
             "maint": c.maint or NONE,
             "maints": impl.maints,
             "action": impl.action,

@@ -240,7 +240,10 @@ class NCacheStep(_StepBase):
     node: Name | None = Field(
         default=None,
         description="Replicate, Leave, StopForMaintenance, MaintenanceRejoin, MaintenanceTimeout: the "
-        "member; MaintenanceFailure: the second member failing; Split, Merge: the member cut off",
+        "member; MaintenanceFailure: the second member failing",
+    )
+    nodes: list[Name] | None = Field(
+        default=None, min_length=1, description="Split: the members cut off (the loser side)"
     )
     key: Key | None = Field(
         default=None,

@@ -274,11 +274,11 @@ NCACHE_STEPS: dict[str, tuple[str, ...]] = {
     "MaintenanceRejoin": ("node",),
     "MaintenanceTimeout": ("node",),
     "MaintenanceFailure": ("node",),
-    "Split": ("node",),
+    "Split": ("nodes",),
     "LoserWrite": ("key",),
-    "Merge": ("node",),
+    "Merge": (),
 }
-_NCACHE_PARAMS = ("node", "key", "bucket", "graceful")
+_NCACHE_PARAMS = ("node", "nodes", "key", "bucket", "graceful")
 
 
 @dataclass(frozen=True)

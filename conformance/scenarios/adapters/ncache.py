@@ -1,8 +1,9 @@
 """Protocol ncache on impl/ncache.py: a scenario's steps as `NCacheCluster` steps, its views.
 
 The servers are the nodes in their join order: the first starts the cluster alone, the others are "down"
-until they join (and again once they left, or while stopped for maintenance). A member a split-brain cut
-off is "alive", serving alone: its active store is the one it serves from, until the merge discards it.
+until they join (and again once they left, or while stopped for maintenance). The members a split-brain cut
+off are "alive", serving their clients: the store the loser side serves from is the active store of its
+oldest member, until the merge discards it.
 The scenario's partitions are the buckets. Write n writes the value n (the client's n-th write,
 acknowledged or not). The timeline shows each member's buckets, its
 active and replica stores and its replication queue; the topology's owner list of a bucket is its
@@ -51,6 +52,7 @@ class NCacheSystem(System):
             value=value,
             bucket=getattr(e, "bucket", None),
             graceful=getattr(e, "graceful", None),
+            nodes=frozenset(nodes) if (nodes := getattr(e, "nodes", None)) is not None else None,
         )
 
     def _after(self, entry: ScenarioStep) -> tuple[Step, NCacheCluster]:
@@ -105,8 +107,9 @@ class NCacheSystem(System):
         holder = c.replica_holder(step.node) if step.node in c.members else None
         if step.name == "MaintenanceRejoin" and step.node is not None and holder is not None:
             return [event(holder, step.node, "its partition, from the replica")]
-        if step.name == "LoserWrite" and step.key is not None and c.cut is not None:
-            return [event(self.client, c.cut, f"write {step.key}={step.value} (split-brain loser)")]
+        if step.name == "LoserWrite" and step.key is not None and c.cut:
+            loser = self._loser(c)
+            return [event(self.client, loser, f"write {step.key}={step.value} (split-brain loser)")]
         if step.bucket is None:
             return []
         b = step.bucket
@@ -162,7 +165,7 @@ class NCacheSystem(System):
 
     def node_state(self, node: str) -> NodeState:
         c = self.cluster
-        return "alive" if (node in c.members and node != c.maint) or node == c.cut else "down"
+        return "alive" if (node in c.members and node != c.maint) or node in c.cut else "down"
 
     def counter(self, node: str, part: int) -> CounterView | None:
         return None
@@ -183,14 +186,18 @@ class NCacheSystem(System):
 
     def entries(self, node: str, ns: str) -> dict[int, int]:
         c = self.cluster
-        if node == c.cut:
-            return dict(sorted(c.cut_store.items())) if ns == "active" else {}
+        if node in c.cut:
+            return dict(sorted(c.cut_store.items())) if ns == "active" and node == self._loser(c) else {}
         stores = c.active if ns == "active" else c.replica
         return dict(sorted(stores[node].items()))
 
     def replica_of(self, node: str) -> str | None:
         members = self.cluster.members
         return self.cluster.replica_of(node, members) if node in members else None
+
+    def _loser(self, c: NCacheCluster) -> str:
+        """The loser side's oldest member: the one whose store it serves from here."""
+        return next(x for x in self.servers if x in c.cut)
 
     # --- the end -----------------------------------------------------------------------------------------
 
@@ -202,5 +209,12 @@ class NCacheSystem(System):
 
 
 def _step_text(step: Step) -> str:
-    params = {"node": step.node, "key": step.key, "bucket": step.bucket, "graceful": step.graceful}
+    nodes = ",".join(sorted(step.nodes)) if step.nodes is not None else None
+    params = {
+        "node": step.node,
+        "nodes": nodes,
+        "key": step.key,
+        "bucket": step.bucket,
+        "graceful": step.graceful,
+    }
     return f"{step.name}({', '.join(f'{k}={v}' for k, v in params.items() if v is not None)})"
