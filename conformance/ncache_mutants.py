@@ -38,10 +38,18 @@ class LeaveKeepsTransfers(NCacheCluster):
         return False
 
 
+class RejoinWithoutPull(NCacheCluster):
+    """5. A member back from maintenance does not pull its partition from its replica."""
+
+    def _pulled(self, node: str) -> dict[int, int]:
+        return {}
+
+
 # The bug zoo's implementation mutants, by the zoo entry's name.
 NCACHE_MUTANTS: dict[str, type[NCacheCluster]] = {
     "log-not-replayed": LogNotReplayed,
     "map-not-consulted-in-transfer": MapNotConsulted,
     "replica-on-itself": ReplicaOnItself,
     "leave-keeps-transfers": LeaveKeepsTransfers,
+    "rejoin-without-pull": RejoinWithoutPull,
 }

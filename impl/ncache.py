@@ -506,10 +506,10 @@ class NCacheCluster:
         """Exit 1: node comes back within the timeout, pulls its partition from its replica (with what was
         written meanwhile) and re-pulls the replica it holds from that partition's owner."""
         self._require(self.maint == node, f"MaintenanceRejoin({node})")
-        holder, of = self.replica_holder(node), self.replica_of(node, self.members)
-        assert holder is not None and of is not None
+        of = self.replica_of(node, self.members)
+        assert of is not None
         bucket = self.config.bucket
-        active = {k: v for k, v in self.replica[holder].items() if self.owner[bucket(k)] == node}
+        active = self._pulled(node)
         partition = {k: v for k, v in self.active[of].items() if self.owner[bucket(k)] == of}
         return replace(
             self,
@@ -517,6 +517,12 @@ class NCacheCluster:
             replica={**self.replica, node: partition},
             maint=None,
         )
+
+    def _pulled(self, node: str) -> dict[int, int]:
+        """What node pulls when it comes back from maintenance: its partition, from its replica."""
+        holder = self.replica_holder(node)
+        assert holder is not None
+        return {k: v for k, v in self.replica[holder].items() if self.owner[self.config.bucket(k)] == node}
 
     def maintenance_timeout(self, node: str) -> NCacheCluster:
         """Exit 2: the timeout expires without node: it is declared dead and a normal leave starts."""

@@ -450,14 +450,17 @@ StopForMaintenance(x) ==
     /\ action' = [name |-> "StopForMaintenance", node |-> x]
     /\ UNCHANGED <<members, left, owner, temp, status, orphan, logged, acked, writes, leaves, splitVars>>
 
-\* Exit 1: x comes back within the timeout. It pulls its partition from its replica (with what was written
-\* meanwhile) and re-pulls the replica it holds from that partition's owner.
+\* What x pulls when it comes back from maintenance: its partition, from its replica (with what was
+\* written meanwhile).
+Pulled(x) ==
+    [k \in Keys |-> IF owner[BucketOf(k)] = x THEN replica[ReplicaHolder(x, members)][k] ELSE 0]
+
+\* Exit 1: x comes back within the timeout. It pulls its partition from its replica and re-pulls the
+\* replica it holds from that partition's owner.
 MaintenanceRejoin(x) ==
     /\ maint = x
-    /\ LET holder == ReplicaHolder(x, members)
-       IN /\ active' = [active EXCEPT ![x] = [k \in Keys |->
-                             IF owner[BucketOf(k)] = x THEN replica[holder][k] ELSE 0]]
-          /\ replica' = [replica EXCEPT ![x] = Partition(ReplicaOf(x, members), owner)]
+    /\ active' = [active EXCEPT ![x] = Pulled(x)]
+    /\ replica' = [replica EXCEPT ![x] = Partition(ReplicaOf(x, members), owner)]
     /\ maint' = None
     /\ action' = [name |-> "MaintenanceRejoin", node |-> x]
     /\ UNCHANGED <<members, left, owner, temp, status, orphan, logged, queue, acked, writes, leaves,

@@ -25,10 +25,11 @@ SPEC = Path("spec/NCachePartitionReplica.tla")
 STANDARD = Path("spec/NCachePartitionReplica.cfg")
 ASYNC = Path("tests/models/NCachePartitionReplica-async.cfg")
 SPLIT = Path("tests/models/NCachePartitionReplica-split.cfg")
-MAINTENANCE = Path("tests/models/NCachePartitionReplica-maintenance.cfg")
+MAINTENANCE = Path("spec/NCachePartitionReplica-maintenance.cfg")
 SPLIT_TWO = Path("tests/models/NCachePartitionReplica-split-two.cfg")
 NCACHE_ZOO = [
     "log-not-replayed", "map-not-consulted-in-transfer", "replica-on-itself", "leave-keeps-transfers",
+    "rejoin-without-pull",
 ]  # fmt: skip
 SYNC_ACTIONS = {
     "Write", "ReplicationFailure", "Join", "StartTransfer", "EndTransfer", "Leave", "PullOrphan", "Done",

@@ -122,6 +122,6 @@ TestNCacheSchedulesStandard = make_machine(Path("spec/NCachePartitionReplica.cfg
 TestNCacheSchedulesStandard.settings = settings(max_examples=100, stateful_step_count=40)
 
 # Maintenance mode's bounds: a stop and its exits.
-MAINTENANCE = Path("tests/models/NCachePartitionReplica-maintenance.cfg")
+MAINTENANCE = Path("spec/NCachePartitionReplica-maintenance.cfg")
 TestNCacheSchedulesMaintenance = make_machine(MAINTENANCE).TestCase
 TestNCacheSchedulesMaintenance.settings = settings(max_examples=100, stateful_step_count=30)
