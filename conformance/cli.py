@@ -414,6 +414,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from conformance.traces import read_traces
     from conformance.validate import resolve_model, validate_traces
 
+    if args.mapping is not None:
+        return _validate_log(args)
     traces = read_traces(args.traces)
     spec, config = resolve_model(traces, args.spec, args.config)
     report = validate_traces(traces, spec, config, _tlc_options(args))
@@ -431,6 +433,33 @@ def cmd_validate(args: argparse.Namespace) -> int:
         )
         for line in rejection.diff:
             out.print(f"    {escape(line)}")
+    return 0 if report.holds else 1
+
+
+def _validate_log(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
+    from conformance.kit.logs import validate_log
+
+    report = validate_log(args.traces, args.mapping, args.spec, args.config, _tlc_options(args))
+    if args.json:
+        return _emit("validate --mapping", report, 0 if report.holds else 1)
+    style = "green" if report.holds else "red"
+    out.print(
+        f"[bold]{escape(str(args.traces))}[/]:"
+        f" [{style}]{report.explained}/{report.events} events explained[/]"
+        f" by {escape(report.spec)} with {escape(report.config)} (TLC {report.tlc_seconds:.1f} s)"
+    )
+    if (rejection := report.rejection) is not None:
+        out.print(
+            f"  [red]event {rejection.event}[/] (line {rejection.line}, {escape(rejection.kind)}):"
+            f" {escape(rejection.reason)}"
+        )
+        for line in rejection.diff:
+            out.print(f"    {escape(line)}")
+        out.print(
+            f"  {rejection.candidates} spec state(s) consistent with the events before it (--json shows them)"
+        )
     return 0 if report.holds else 1
 
 

@@ -427,6 +427,9 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     validate.add_argument(
         "--config", type=Path, help="TLC model config (default: the traces' #meta.config, else SPEC.cfg)"
     )
+    validate.add_argument(
+        "--mapping", type=Path, metavar="MAP.json", help="TRACES is an event log mapped by MAP"
+    )
     validate.add_argument("--json", action="store_true", help="print one JSON object")
     _tlc_arguments(validate)
 

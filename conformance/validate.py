@@ -258,7 +258,8 @@ class _Definitions:
             self.lines.append(f"{name} == {text}")
         return name
 
-    def _value(self, value: Value) -> str:
+    def value(self, value: Value) -> str:
+        """The name of a definition of `value`."""
         text = format_value(value)
         if text not in self._names:
             self.model_values |= _model_values([value])
@@ -266,11 +267,11 @@ class _Definitions:
 
     def state(self, state: State) -> str:
         """The name of a definition of `state` as a record of the variables."""
-        fields = ", ".join(f"{v} |-> {self._value(state[v])}" for v in self.variables)
+        fields = ", ".join(f"{v} |-> {self.value(state[v])}" for v in self.variables)
         return self._define("TmS", f"[{fields}]")
 
 
-def _module(model: _Model, name: str, own: tuple[str, str], definitions: _Definitions, body: str) -> str:
+def _module(model: _Model, name: str, own: tuple[str, ...], definitions: _Definitions, body: str) -> str:
     """A module extending the spec with variables `own`, the definitions (states) and `body`."""
     model_values = sorted(definitions.model_values)
     is_state = " /\\ ".join(f"{v} = s.{v}" for v in model.variables)
