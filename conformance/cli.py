@@ -411,12 +411,15 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from conformance.traces import read_traces
+    from conformance.traces import read_itf_trace, read_traces
     from conformance.validate import resolve_model, validate_traces
 
     if args.mapping is not None:
         return _validate_log(args)
-    traces = read_traces(args.traces)
+    if args.traces.name.endswith(".itf.json"):  # one trace, e.g. Apalache's or Quint's
+        traces = [read_itf_trace(args.traces, args.spec.stem if args.spec else None)]
+    else:
+        traces = read_traces(args.traces)
     spec, config = resolve_model(traces, args.spec, args.config)
     report = validate_traces(traces, spec, config, _tlc_options(args))
     if args.json:
@@ -433,6 +436,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         )
         for line in rejection.diff:
             out.print(f"    {escape(line)}")
+    for broken in report.broken:
+        out.print(
+            f"  [red]{escape(broken.id)}[/] state {broken.step} breaks {escape(', '.join(broken.invariants))}"
+        )
     return 0 if report.holds else 1
 
 
