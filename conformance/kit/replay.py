@@ -481,6 +481,8 @@ def replay_with_driver(
                 r for part in executor.map(lambda c: _load_unit(pool, c, enabled), chunks) for r in part
             ]
             run.steps = sum(len(row[2]) for row in rows)
+            if _start(initial, init) is None:  # loading states hides where the implementation starts
+                _not_initial(results, rows, initial[0][0], init)
         else:
             results = _replay_walks(executor, pool, rows, initial, init, enabled, run)
         run.restarts = pool.restarts()
@@ -500,25 +502,10 @@ def _replay_walks(
     run: DriverRun,
 ) -> list[StateResult]:
     outgoing = {fp: edges for fp, _, edges in rows}
-    text = _state_text(init)
-    start = next(((fp, digest) for fp, digest in initial if digest == state_digest(text)), None)
+    start = _start(initial, init)
     if start is None:  # the implementation starts elsewhere: no walk can follow the spec
         results = list(_assemble(rows, outgoing, Seen(), enabled))
-        fp = initial[0][0]
-        first = next(r for r in results if r.fp == fp)
-        first.edge_mismatches += 1
-        state = next(row[1] for row in rows if row[0] == fp)
-        first.examples.append(
-            Mismatch(
-                kind="edge",
-                src=fp,
-                dst=fp,
-                source_state=json.loads(state),
-                actual_state=json.loads(text),
-                error="init: the implementation's initial state is none of the spec's",
-                path=[],
-            )
-        )
+        _not_initial(results, rows, initial[0][0], init)
         return results
     walks = plan_walks([row[0] for row in rows], outgoing, start[0])
     groups = [walks[at : at + WALKS_PER_BATCH] for at in range(0, len(walks), WALKS_PER_BATCH)]
@@ -527,3 +514,27 @@ def _replay_walks(
         seen.merge(found)
     run.paths, run.steps = len(walks), sum(len(w.steps) for w in walks)
     return list(_assemble(rows, outgoing, seen, enabled))
+
+
+def _start(initial: Sequence[tuple[int, int]], init: StateAnswer) -> tuple[int, int] | None:
+    """The spec's initial state (fingerprint, digest) the driver's answer to `init` is, if any."""
+    digest = state_digest(_state_text(init))
+    return next(((fp, d) for fp, d in initial if d == digest), None)
+
+
+def _not_initial(results: list[StateResult], rows: Sequence[Row], fp: int, init: StateAnswer) -> None:
+    """An edge mismatch at the spec's initial state `fp`: the implementation starts in another state."""
+    first = next(r for r in results if r.fp == fp)
+    first.edge_mismatches += 1
+    state = next(row[1] for row in rows if row[0] == fp)
+    first.examples.append(
+        Mismatch(
+            kind="edge",
+            src=fp,
+            dst=fp,
+            source_state=json.loads(state),
+            actual_state=json.loads(_state_text(init)),
+            error="init: the implementation's initial state is none of the spec's",
+            path=[],
+        )
+    )
