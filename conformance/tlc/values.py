@@ -519,6 +519,24 @@ def state_from_json(text: str) -> dict[str, Value]:
         position = _skip_space(text, position + 1)
 
 
+def state_from_parsed_itf(obj: Mapping[str, object]) -> dict[str, Value]:
+    """``state_from_itf(obj)`` for a state already parsed from JSON (a driver's answer), with each
+    variable's value memoized by its JSON text as in `state_from_json`: the answers of a replay repeat
+    a few values per variable, and the memoized values' canonical texts are memoized too."""
+    state: dict[str, Value] = {}
+    for name, itf in obj.items():
+        if name.startswith("#"):
+            continue
+        chunk = json.dumps(itf)
+        value = _VALUE_BY_TEXT.get(chunk)
+        if value is None:
+            if len(_VALUE_BY_TEXT) >= _CACHE_LIMIT:
+                _VALUE_BY_TEXT.clear()
+            value = _VALUE_BY_TEXT[chunk] = from_itf(itf)
+        state[name] = value
+    return state
+
+
 def _skip_space(text: str, position: int) -> int:
     while position < len(text) and text[position] in " \t\r\n":
         position += 1
