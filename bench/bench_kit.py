@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from conformance.conform import DriverOptions, dump_graph, replay_locally, replay_with_drivers
@@ -25,6 +26,10 @@ from conformance.tlc.runner import TlcOptions
 SPEC = Path("spec/UpdateCounter.tla")
 JAVA = ["examples/java/run"]
 PYTHON = [sys.executable, "-m", "conformance.kit.python_driver", "UpdateCounter"]
+
+
+def _line(label: str, seconds: float, edges: int, baseline: float) -> str:
+    return f"{label:<34} {seconds:8.1f} s {edges / seconds:10,.0f} edges/s {seconds / baseline:5.1f}x"
 
 
 def _best(repeat: int, run: Callable[[], object]) -> float:
@@ -49,16 +54,20 @@ def main() -> None:
         edges = summary.edges
         print(f"{SPEC} with {args.config}: {summary.states:,} states, {edges:,} edges")
         baseline = _best(args.repeat, lambda: replay_locally(graph, SPEC.stem, constants, None))
-        print(f"{'in this process':<34} {baseline:8.1f} s {edges / baseline:10,.0f} edges/s   1.0x")
+        print(_line("in this process", baseline, edges, baseline))
         for name, command in (("Java driver", JAVA), ("impl/ through the protocol", PYTHON)):
             for processes in (1, 2):
                 options = DriverOptions(command=command, processes=processes)
                 seconds = _best(
-                    args.repeat, lambda: replay_with_drivers(graph, SPEC.stem, constants, options)
+                    args.repeat, partial(replay_with_drivers, graph, SPEC.stem, constants, options)
                 )
-                label = f"{name}, {processes} process{'es' if processes > 1 else ''}"
                 print(
-                    f"{label:<34} {seconds:8.1f} s {edges / seconds:10,.0f} edges/s {seconds / baseline:5.1f}x"
+                    _line(
+                        f"{name}, {processes} process{'es' if processes > 1 else ''}",
+                        seconds,
+                        edges,
+                        baseline,
+                    )
                 )
 
 
