@@ -138,3 +138,21 @@ def test_a_log_with_one_event_altered_is_rejected_at_that_event(
     output = json.loads(capsys.readouterr().out)
     assert output["explained"] == altered and output["rejection"]["line"] == altered + 1
     assert output["rejection"]["candidate_states"], "the states the system may be in are shown"
+
+
+@pytest.mark.tlc
+def test_an_observation_takes_no_step(tmp_path: Path) -> None:
+    mapping = json.loads(MAPPING.read_text(encoding="utf-8"))
+    mapping["events"]["report"] = {
+        "observe": [{"variable": "counter", "path": ["$node", "hwm"], "value": "$hwm"}]
+    }
+    path = tmp_path / "map.json"
+    path.write_text(json.dumps(mapping), encoding="utf-8")
+    reserve = {"event": "reserve", "node": "p", "start": 0, "delta": 1, "hwm": 1}
+    good = _write(tmp_path / "good.jsonl", [reserve, {"event": "report", "node": "p", "hwm": 1}])
+    assert validate_log(good, path).holds
+    bad = _write(tmp_path / "bad.jsonl", [reserve, {"event": "report", "node": "b", "hwm": 1}])
+    report = validate_log(bad, path)
+    assert report.explained == 1 and report.rejection is not None
+    assert report.rejection.reason == "no candidate state shows what the event observes"
+    assert report.rejection.diff == ["counter.b.hwm: the spec has 0, the log says 1"]
