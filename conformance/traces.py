@@ -195,7 +195,8 @@ def read_itf_trace(path: Path, spec: str | None = None) -> Trace:
 
     itf = read_itf(path)
     source = str(itf.meta.get("source", ""))
-    name = spec or str(itf.meta.get("spec", "")) or (Path(source).stem if source.endswith(".tla") else "")
+    named = Path(str(itf.meta.get("spec", ""))).stem  # tidemark writes the spec's path
+    name = spec or named or (Path(source).stem if source.endswith(".tla") else "")
     if not name:
         raise TidemarkError(
             "the trace does not say which spec it follows",

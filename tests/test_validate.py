@@ -14,7 +14,15 @@ from conformance.errors import TidemarkError
 from conformance.mappings import SpecMapping, State, mapping_for
 from conformance.tlc.config import read_config
 from conformance.tlc.values import Record, Value, format_value
-from conformance.traces import SCHEMA_PATH, Trace, read_traces, schema_text, trace_to_itf, write_traces
+from conformance.traces import (
+    SCHEMA_PATH,
+    Trace,
+    read_itf_trace,
+    read_traces,
+    schema_text,
+    trace_to_itf,
+    write_traces,
+)
 from conformance.validate import Rejection, initial_states, resolve_model, spec_variables, validate_traces
 from conformance.walks import random_walks
 
@@ -350,3 +358,18 @@ def test_an_itf_trace_that_names_no_spec_needs_one(
     assert main(["validate", str(path), "--config", str(SMALL)]) == 2
     assert f"{path}, #meta: the trace does not say which spec it follows" in capsys.readouterr().err
     assert main(["validate", str(path), "--spec", str(SPEC), "--config", str(SMALL), "--json"]) == 0
+
+
+def test_an_itf_trace_written_by_tidemark_names_its_spec_and_model(tmp_path: Path) -> None:
+    itf = json.loads(APALACHE.read_text(encoding="utf-8"))
+    itf["#meta"] = {"format": "ITF", "spec": str(SPEC), "config": str(SMALL)}  # as write_itf records them
+    path = tmp_path / "mismatch.itf.json"
+    path.write_text(json.dumps(itf), encoding="utf-8")
+    trace = read_itf_trace(path)
+    assert (trace.id, trace.spec, trace.config, len(trace.states)) == (
+        "mismatch",
+        "UpdateCounter",
+        str(SMALL),
+        4,
+    )
+    assert resolve_model([trace], None, None) == (SPEC, SMALL)
