@@ -12,12 +12,13 @@ import java.util.Map;
 
 /**
  * The driver: tidemark's driver protocol (docs/driver-protocol.md) over stdin and stdout, one JSON
- * object a line, for spec UpdateCounter. Usage: Driver [--bug NAME]; with --events, an event log instead
+ * object a line, for spec UpdateCounter (Partition) or TxCounters (TxCluster), whichever hello names. Usage: Driver [--bug NAME]; with --events, an event log instead
  * (EventLog).
  */
 public final class Driver {
     private final Bug bug;
-    private Partition partition;
+    private String spec = "UpdateCounter";
+    private Model model;
 
     private Driver(Bug bug) {
         this.bug = bug;
@@ -101,8 +102,11 @@ public final class Driver {
     private Object answer(Map<String, Object> request) {
         String type = Itf.string(request.get("type"));
         if (type.equals("hello")) {
+            if ("TxCounters".equals(request.get("spec"))) {
+                spec = "TxCounters";
+            }
             Map<String, Object> hello = answer("hello", "protocol", 1L);
-            hello.put("spec", "UpdateCounter");
+            hello.put("spec", spec);
             hello.put("implementation", "examples/java counterkit" + (bug == Bug.NONE ? "" : ", bug " + bug.label));
             hello.put("capabilities", List.of("load", "enabled", "batch"));
             return hello;
@@ -119,25 +123,26 @@ public final class Driver {
             return answer("batch", "answers", answers);
         }
         if (type.equals("init")) {
-            partition = partition(Itf.record(request.get("constants")), bug);
-            return answer("state", "state", partition.itf());
+            Map<String, Object> constants = Itf.record(request.get("constants"));
+            model = spec.equals("TxCounters") ? new TxCluster(constants, bug) : partition(constants, bug);
+            return answer("state", "state", model.itf());
         }
-        if (partition == null) {
+        if (model == null) {
             throw new IllegalStateException("init comes first");
         }
         switch (type) {
             case "load":
-                partition.load(Itf.record(request.get("state")));
+                model.load(Itf.record(request.get("state")));
                 return answer("ok", null, null);
             case "step":
                 try {
-                    partition.step(Itf.record(request.get("action")));
+                    model.step(Itf.record(request.get("action")));
                 } catch (Partition.NotEnabled why) {
                     return answer("not_enabled", "reason", why.getMessage());
                 }
-                return answer("state", "state", partition.itf());
+                return answer("state", "state", model.itf());
             case "enabled":
-                return answer("enabled", "actions", partition.enabled());
+                return answer("enabled", "actions", model.enabled());
             default:
                 throw new IllegalArgumentException("no request " + type);
         }

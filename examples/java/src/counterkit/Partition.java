@@ -15,7 +15,7 @@ import java.util.TreeSet;
  * restart, and an exchange follows (node-left, with finalize, or a join); the primary may change at an
  * exchange. Steps are refused (NotEnabled) where the cluster could not take them.
  */
-final class Partition {
+final class Partition implements Model {
     record Range(long start, long delta) {
         List<Object> itf() {
             return List.of(start, delta);
@@ -66,7 +66,8 @@ final class Partition {
      * update's result, the exchange's value and finalize's gaps) is not an input: the step's action is
      * rebuilt from what this implementation returned, so a difference shows in the state's action.
      */
-    void step(Map<String, Object> step) throws NotEnabled {
+    @Override
+    public void step(Map<String, Object> step) throws NotEnabled {
         String name = Itf.string(step.get("name"));
         action = switch (name) {
             case "Reserve" -> reserve(Itf.string(step.get("copy")), Itf.number(step.get("delta")));
@@ -285,7 +286,8 @@ final class Partition {
         return Map.of("name", "Restart", "copy", c);
     }
 
-    List<Object> enabled() {
+    @Override
+    public List<Object> enabled() {
         List<Object> steps = new ArrayList<>();
         Counter p = counters.get(primary);
         if (rejoined.isEmpty()) {
@@ -337,7 +339,8 @@ final class Partition {
 
     // --- the abstract state (ITF) -------------------------------------------------------------------
 
-    Map<String, Object> itf() {
+    @Override
+    public Map<String, Object> itf() {
         Map<String, Object> counter = new TreeMap<>();
         Map<String, Object> pendingOut = new TreeMap<>();
         Map<String, Object> doneOut = new TreeMap<>();
@@ -367,7 +370,8 @@ final class Partition {
     }
 
     /** Put the copies into the given abstract state. */
-    void load(Map<String, Object> state) {
+    @Override
+    public void load(Map<String, Object> state) {
         Map<String, Object> counter = Itf.function(state.get("counter"));
         Map<String, Object> pendingIn = Itf.function(state.get("pending"));
         Map<String, Object> doneIn = Itf.function(state.get("done"));
