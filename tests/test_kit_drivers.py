@@ -1,6 +1,6 @@
-"""Implementations behind the driver protocol on real TLC graphs: the Java update counter of
-examples/java (written from the spec, sharing no code with impl/) and its broken variants, and impl/'s
-Python driver against in-process replay on TxCounters."""
+"""Implementations behind the driver protocol on real TLC graphs: the Java update counter and 2PC
+counter assignment of examples/java (written from the specs, sharing no code with impl/) and their broken
+variants, and impl/'s Python driver against in-process replay on TxCounters."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from conformance.tlc.values import from_itf, state_from_itf
 
 SPEC = Path("spec/UpdateCounter.tla")
 SMALL = Path("tests/models/UpdateCounter-small.cfg")
+TX_SPEC = Path("spec/TxCounters.tla")
+TX_SMALL = Path("tests/models/TxCounters-small.cfg")
 JAVA = "examples/java/run"
 BUGS = [
     "no-out-of-order-tracking",
@@ -25,6 +27,7 @@ BUGS = [
     "gaps-not-persisted",
     "node-left-without-finalize",
 ]
+TX_BUGS = ["backup-reserves-own-range", "commit-in-prepare-order", "rollback-leaves-range-open"]
 
 pytestmark = [
     pytest.mark.tlc,
@@ -38,13 +41,27 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[ConformResult, Path
     return conform(SPEC, SMALL, local=True, run_dir=run_dir), run_dir
 
 
-def _reached(path: list[Any]) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def tx_small(tmp_path_factory: pytest.TempPathFactory) -> tuple[ConformResult, Path]:
+    run_dir = tmp_path_factory.mktemp("kit-tx-small")
+    return conform(TX_SPEC, TX_SMALL, local=True, run_dir=run_dir), run_dir
+
+
+def _reached(path: list[Any], spec: str = "UpdateCounter", model: Path = SMALL) -> dict[str, Any]:
     """The state impl/ reaches along `path` from the initial state: the path is a real behavior."""
-    mapping = mapping_for("UpdateCounter", read_config(SMALL).constants)
+    mapping = mapping_for(spec, read_config(model).constants)
     impl = mapping.initial()  # type: ignore[attr-defined]
     for action in path:
         impl = mapping.apply(impl, from_itf(action))
     return mapping.abstract(impl)
+
+
+def _caught_with_its_path(result: ConformResult, spec: str, model: Path) -> None:
+    assert not result.holds and result.mismatches > 0
+    edge = next(m for m in result.examples if m.kind == "edge")
+    assert edge.path is not None and edge.path[-1] == edge.action
+    assert _reached(edge.path[:-1], spec, model) == state_from_itf(edge.source_state)
+    assert edge.diff or edge.error
 
 
 @pytest.mark.parametrize("walk", [False, True])
@@ -62,18 +79,34 @@ def test_every_broken_java_variant_is_caught_with_its_path(
     small: tuple[ConformResult, Path], bug: str
 ) -> None:
     result = conform(SPEC, SMALL, run_dir=small[1], driver=DriverOptions(command=[JAVA, "--bug", bug]))
-    assert not result.holds and result.mismatches > 0
-    edge = next(m for m in result.examples if m.kind == "edge")
-    assert edge.path is not None and edge.path[-1] == edge.action
-    assert _reached(edge.path[:-1]) == state_from_itf(edge.source_state)
-    assert edge.diff or edge.error
+    _caught_with_its_path(result, "UpdateCounter", SMALL)
 
 
-def test_the_python_driver_gives_the_in_process_results_on_tx_counters(tmp_path: Path) -> None:
-    spec, model = Path("spec/TxCounters.tla"), Path("tests/models/TxCounters-small.cfg")
-    local = conform(spec, model, local=True, run_dir=tmp_path)
+def test_the_java_2pc_counters_conform(tx_small: tuple[ConformResult, Path]) -> None:
+    local, run_dir = tx_small
+    result = conform(TX_SPEC, TX_SMALL, run_dir=run_dir, driver=DriverOptions(command=[JAVA]))
+    assert result.holds, result.examples[:2]
+    assert result.driver is not None and result.driver.implementation == "examples/java counterkit"
+    assert (result.edges_replayed, result.mismatches, result.enabledness_mismatches) == (local.edges, 0, 0)
+    assert result.coverage == local.coverage
+
+
+@pytest.mark.parametrize("bug", TX_BUGS)
+def test_every_broken_java_2pc_variant_is_caught_with_its_path(
+    tx_small: tuple[ConformResult, Path], bug: str
+) -> None:
+    result = conform(
+        TX_SPEC, TX_SMALL, run_dir=tx_small[1], driver=DriverOptions(command=[JAVA, "--bug", bug])
+    )
+    _caught_with_its_path(result, "TxCounters", TX_SMALL)
+
+
+def test_the_python_driver_gives_the_in_process_results_on_tx_counters(
+    tx_small: tuple[ConformResult, Path],
+) -> None:
+    local, run_dir = tx_small
     command = [sys.executable, "-m", "conformance.kit.python_driver", "TxCounters"]
-    through = conform(spec, model, run_dir=tmp_path, driver=DriverOptions(command=command))
+    through = conform(TX_SPEC, TX_SMALL, run_dir=run_dir, driver=DriverOptions(command=command))
     assert local.holds and through.holds
     for field in ("states", "edges", "edges_replayed", "mismatches", "enabledness_mismatches", "coverage"):
         assert getattr(through, field) == getattr(local, field), field
