@@ -16,9 +16,7 @@ from conformance.mappings import mapping_for
 from conformance.tlc.config import read_config
 from conformance.tlc.values import from_itf, state_from_itf
 
-SPEC = Path("spec/UpdateCounter.tla")
 SMALL = Path("tests/models/UpdateCounter-small.cfg")
-TX_SPEC = Path("spec/TxCounters.tla")
 TX_SMALL = Path("tests/models/TxCounters-small.cfg")
 JAVA = "examples/java/run"
 BUGS = [
@@ -38,16 +36,21 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[ConformResult, Path]:
     run_dir = tmp_path_factory.mktemp("kit-small")
-    return conform(SPEC, SMALL, local=True, run_dir=run_dir), run_dir
+    return conform(Path("spec/UpdateCounter.tla"), SMALL, local=True, run_dir=run_dir), run_dir
 
 
 @pytest.fixture(scope="module")
 def tx_small(tmp_path_factory: pytest.TempPathFactory) -> tuple[ConformResult, Path]:
     run_dir = tmp_path_factory.mktemp("kit-tx-small")
-    return conform(TX_SPEC, TX_SMALL, local=True, run_dir=run_dir), run_dir
+    return conform(Path("spec/TxCounters.tla"), TX_SMALL, local=True, run_dir=run_dir), run_dir
 
 
-def _reached(path: list[Any], spec: str = "UpdateCounter", model: Path = SMALL) -> dict[str, Any]:
+# (spec module, small model, the fixture with its in-process conform): one per Java implementation.
+COUNTER = ("UpdateCounter", SMALL, "small")
+TWO_PC = ("TxCounters", TX_SMALL, "tx_small")
+
+
+def _reached(path: list[Any], spec: str, model: Path) -> dict[str, Any]:
     """The state impl/ reaches along `path` from the initial state: the path is a real behavior."""
     mapping = mapping_for(spec, read_config(model).constants)
     impl = mapping.initial()  # type: ignore[attr-defined]
@@ -56,7 +59,31 @@ def _reached(path: list[Any], spec: str = "UpdateCounter", model: Path = SMALL) 
     return mapping.abstract(impl)
 
 
-def _caught_with_its_path(result: ConformResult, spec: str, model: Path) -> None:
+@pytest.mark.parametrize(("target", "walk"), [(COUNTER, False), (COUNTER, True), (TWO_PC, False)])
+def test_the_java_implementations_conform(
+    request: pytest.FixtureRequest, target: tuple[str, Path, str], walk: bool
+) -> None:
+    spec, model, fixture = target
+    local, run_dir = request.getfixturevalue(fixture)
+    result = conform(
+        Path(f"spec/{spec}.tla"), model, run_dir=run_dir, driver=DriverOptions(command=[JAVA], walk=walk)
+    )
+    assert result.holds, result.examples[:2]
+    assert result.driver is not None and result.driver.implementation == "examples/java counterkit"
+    assert (result.edges_replayed, result.mismatches, result.enabledness_mismatches) == (local.edges, 0, 0)
+    assert result.coverage == local.coverage
+
+
+@pytest.mark.parametrize(
+    ("target", "bug"), [(COUNTER, bug) for bug in BUGS] + [(TWO_PC, bug) for bug in TX_BUGS]
+)
+def test_every_broken_java_variant_is_caught_with_its_path(
+    request: pytest.FixtureRequest, target: tuple[str, Path, str], bug: str
+) -> None:
+    spec, model, fixture = target
+    run_dir = request.getfixturevalue(fixture)[1]
+    command = [JAVA, "--bug", bug]
+    result = conform(Path(f"spec/{spec}.tla"), model, run_dir=run_dir, driver=DriverOptions(command=command))
     assert not result.holds and result.mismatches > 0
     edge = next(m for m in result.examples if m.kind == "edge")
     assert edge.path is not None and edge.path[-1] == edge.action
@@ -64,49 +91,14 @@ def _caught_with_its_path(result: ConformResult, spec: str, model: Path) -> None
     assert edge.diff or edge.error
 
 
-@pytest.mark.parametrize("walk", [False, True])
-def test_the_java_counter_conforms(small: tuple[ConformResult, Path], walk: bool) -> None:
-    local, run_dir = small
-    result = conform(SPEC, SMALL, run_dir=run_dir, driver=DriverOptions(command=[JAVA], walk=walk))
-    assert result.holds, result.examples[:2]
-    assert result.driver is not None and result.driver.implementation == "examples/java counterkit"
-    assert (result.edges_replayed, result.mismatches, result.enabledness_mismatches) == (local.edges, 0, 0)
-    assert result.coverage == local.coverage
-
-
-@pytest.mark.parametrize("bug", BUGS)
-def test_every_broken_java_variant_is_caught_with_its_path(
-    small: tuple[ConformResult, Path], bug: str
-) -> None:
-    result = conform(SPEC, SMALL, run_dir=small[1], driver=DriverOptions(command=[JAVA, "--bug", bug]))
-    _caught_with_its_path(result, "UpdateCounter", SMALL)
-
-
-def test_the_java_2pc_counters_conform(tx_small: tuple[ConformResult, Path]) -> None:
-    local, run_dir = tx_small
-    result = conform(TX_SPEC, TX_SMALL, run_dir=run_dir, driver=DriverOptions(command=[JAVA]))
-    assert result.holds, result.examples[:2]
-    assert result.driver is not None and result.driver.implementation == "examples/java counterkit"
-    assert (result.edges_replayed, result.mismatches, result.enabledness_mismatches) == (local.edges, 0, 0)
-    assert result.coverage == local.coverage
-
-
-@pytest.mark.parametrize("bug", TX_BUGS)
-def test_every_broken_java_2pc_variant_is_caught_with_its_path(
-    tx_small: tuple[ConformResult, Path], bug: str
-) -> None:
-    result = conform(
-        TX_SPEC, TX_SMALL, run_dir=tx_small[1], driver=DriverOptions(command=[JAVA, "--bug", bug])
-    )
-    _caught_with_its_path(result, "TxCounters", TX_SMALL)
-
-
 def test_the_python_driver_gives_the_in_process_results_on_tx_counters(
     tx_small: tuple[ConformResult, Path],
 ) -> None:
     local, run_dir = tx_small
     command = [sys.executable, "-m", "conformance.kit.python_driver", "TxCounters"]
-    through = conform(TX_SPEC, TX_SMALL, run_dir=run_dir, driver=DriverOptions(command=command))
+    through = conform(
+        Path("spec/TxCounters.tla"), TX_SMALL, run_dir=run_dir, driver=DriverOptions(command=command)
+    )
     assert local.holds and through.holds
     for field in ("states", "edges", "edges_replayed", "mismatches", "enabledness_mismatches", "coverage"):
         assert getattr(through, field) == getattr(local, field), field
