@@ -132,11 +132,11 @@ def cmd_conform(args: argparse.Namespace) -> int:
 
     driver = None
     if args.driver is not None:
-        if args.mutant or args.master or args.local or args.spark:
+        if args.mutant or (args.walk and (args.master or args.spark)):
             raise TidemarkError(
-                "--driver replays through driver processes in this process",
+                "--driver replays the driver's implementation (--walk: in this process)",
                 source="--driver",
-                expected="no --mutant, --master, --local or --spark with it",
+                expected="no --mutant with it, nor --master or --spark with --walk",
             )
         command = shlex.split(args.driver)
         if not command:

@@ -102,7 +102,15 @@ def replay_with_spark(
     spark: object, graph: Path, spec: str, constants: Mapping[str, Value], mutant: str | None
 ) -> ReplaySummary:
     """Group each state with its outgoing edges (the targets' digests and actions joined in), replay
-    partitions in parallel, and write the results table into `graph`."""
+    partitions in parallel on impl/, and write the results table into `graph`."""
+    return replay_partitions(spark, graph, partial(replay_arrow_batches, spec, dict(constants), mutant))
+
+
+def replay_partitions(
+    spark: object, graph: Path, body: Callable[[Iterator[Any]], Iterator[pa.RecordBatch]]
+) -> ReplaySummary:
+    """The graph's (fp, state, out) rows replayed on Spark, each partition by `body` (mapInArrow: Arrow
+    batches in, results batches out); the results table is written into `graph`."""
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -131,7 +139,7 @@ def replay_with_spark(
         .select("fp", "state", "out")
     )
     # Arrow batches, not pickled Rows: the JVM -> Python hand-over is the cost that dominates otherwise.
-    results = rows.mapInArrow(partial(replay_arrow_batches, spec, dict(constants), mutant), RESULTS_DDL)
+    results = rows.mapInArrow(body, RESULTS_DDL)
     with _publishing(graph / RESULTS) as target:
         if local:
             results.write.parquet(str(target))
@@ -451,7 +459,18 @@ def conform(
             )
         started = time.monotonic()
         in_process, result.engine = replay_engine(graph.edges, master, local)
-        if driver is not None:
+        if driver is not None and (master is not None or local is False) and not driver.walk:
+            from conformance.kit.spark import replay_with_spark_drivers
+
+            phase(f"starting Spark: replaying through drivers on {master or 'local[*]'}")
+            with spark_session(master) as spark:
+                result.master = spark.sparkContext.master
+                result.engine = f"on Spark {result.master}, {driver.processes} driver process(es) per task"
+                phase(f"replaying {graph.edges:,} edges {result.engine}")
+                summary, result.driver = replay_with_spark_drivers(
+                    spark, run_dir, spec.stem, model.constants, driver
+                )
+        elif driver is not None:
             result.engine = f"through {driver.processes} driver process(es)"
             phase(f"replaying {graph.edges:,} edges {result.engine}")
             summary, result.driver = replay_with_drivers(run_dir, spec.stem, model.constants, driver)

@@ -292,7 +292,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         type=bounded("--drivers"),
         default=2,
         metavar="N",
-        help="driver processes in parallel (2)",
+        help="driver processes in parallel (2; on Spark, per task)",
     )
     conform.add_argument(
         "--driver-timeout",

@@ -327,7 +327,7 @@ def results_batches(results: Iterable[StateResult], rows: int = 4096) -> Iterato
         yield results_batch(pending)
 
 
-def _arrow_rows(batches: Iterator[Any]) -> Iterator[tuple[int, str, list[tuple[int, int, str]]]]:
+def arrow_rows(batches: Iterator[Any]) -> Iterator[tuple[int, str, list[tuple[int, int, str]]]]:
     # Columns, not to_pydict(): building a dict per edge was a large part of the hand-over's cost.
     for batch in batches:
         out = batch.column("out")
@@ -352,4 +352,4 @@ def replay_arrow_batches(
     spec: str, constants: Mapping[str, Value], mutant: str | None, batches: Iterator[Any]
 ) -> Iterator[pa.RecordBatch]:
     """Spark mapInArrow body: batches of (fp, state, out=[{dst, dst_digest, dst_action}]) -> results rows."""
-    yield from results_batches(replay_states(spec, constants, mutant, _arrow_rows(batches)))
+    yield from results_batches(replay_states(spec, constants, mutant, arrow_rows(batches)))

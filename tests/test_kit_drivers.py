@@ -102,3 +102,38 @@ def test_the_python_driver_gives_the_in_process_results_on_tx_counters(
     assert local.holds and through.holds
     for field in ("states", "edges", "edges_replayed", "mismatches", "enabledness_mismatches", "coverage"):
         assert getattr(through, field) == getattr(local, field), field
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("bug", [None, "rollback-leaves-range-open"])
+def test_java_drivers_replay_on_spark_as_in_this_process(
+    spark: Any, tx_small: tuple[ConformResult, Path], bug: str | None
+) -> None:
+    """Each Spark task replays its partition of the graph through drivers of its own: the same figures
+    as the drivers in this process, and a broken variant caught with its path."""
+    local, run_dir = tx_small
+    command = [JAVA, *(["--bug", bug] if bug else [])]
+    spec, master = Path("spec/TxCounters.tla"), str(spark.sparkContext.master)
+    on_spark = conform(spec, TX_SMALL, master=master, run_dir=run_dir, driver=DriverOptions(command=command))
+    assert on_spark.master == master and on_spark.driver is not None
+    assert (on_spark.states, on_spark.edges, on_spark.driver.steps) == (
+        local.states,
+        local.edges,
+        local.edges,
+    )
+    if bug is None:
+        assert on_spark.holds and on_spark.coverage == local.coverage
+        assert (on_spark.edges_replayed, on_spark.mismatches, on_spark.enabledness_mismatches) == (
+            local.edges,
+            0,
+            0,
+        )
+        return
+    here = conform(spec, TX_SMALL, run_dir=run_dir, driver=DriverOptions(command=command))
+    assert (on_spark.mismatches, on_spark.enabledness_mismatches) == (
+        here.mismatches,
+        here.enabledness_mismatches,
+    )
+    edge = next(m for m in on_spark.examples if m.kind == "edge")
+    assert edge.path is not None and edge.path[-1] == edge.action
+    assert _reached(edge.path[:-1], "TxCounters", TX_SMALL) == state_from_itf(edge.source_state)

@@ -500,7 +500,10 @@ def replay_with_driver(
                 r for part in executor.map(lambda c: _load_unit(pool, c, enabled), chunks) for r in part
             ]
             run.steps = sum(len(row[2]) for row in rows)
-            if _start(initial, init) is None:  # loading states hides where the implementation starts
+            # Loading states hides where the implementation starts; checked where the state is (a Spark
+            # task replays only its partition of the graph).
+            held = any(row[0] == initial[0][0] for row in rows)
+            if held and _start(initial, init) is None:
                 _not_initial(results, rows, initial[0][0], init)
         else:
             results = _replay_walks(executor, pool, rows, initial, init, enabled, run)
