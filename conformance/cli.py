@@ -446,6 +446,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int] | str] = {
     "affinity": "conformance.placement:cmd_affinity",
     "distribution": "conformance.placement:cmd_distribution",
     "hazelcast-lab": "conformance.hazelcast_lab:cmd_hazelcast_lab",
+    "ncache-lab": "conformance.ncache_lab:cmd_ncache_lab",
     "validate": cmd_validate,
     "scenario": "conformance.scenarios.command:run",
     "verify": cmd_verify,

@@ -75,6 +75,7 @@ OUTPUTS: dict[str, Output] = {
     "affinity": Output("conformance.outputs:AffinityOutput"),
     "distribution": Output("conformance.distribution:DistributionReport", frozenset({"trials"})),
     "hazelcast-lab": Output("conformance.hazelcast_lab:LabReport", frozenset({"trials"})),
+    "ncache-lab": Output("conformance.ncache_lab:LabReport", frozenset({"trials"})),
     "validate": Output("conformance.validate:ValidationReport"),
     "scenario": Output(
         "conformance.scenarios.result:ScenarioResult",

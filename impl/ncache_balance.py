@@ -6,15 +6,17 @@ bucket its data size in bytes, as the members share them in their bucket statist
 `NCacheCluster` (the spec's state machine) counts entries and always picks lightest first; this module is
 the map-level choice NCache's coordinator makes, used by the distribution lab.
 
-Join (NCache's `DistributeHashMap.BalanceBuckets`): the share is buckets // (n + 1); each member lays the
-buckets it holds beyond the share out as a matrix: its buckets sorted by weight (then number), in rows of
-`give` = held - share columns. Below the threshold - no member holds more than 10 % of the configured
-cache size - the data is too small to weigh and the member gives one bucket per column along a diagonal
-of the matrix (NCache's "shuffle": bucket weights spread over the ranks, not the lightest row). Above it, a
-member gives away its part of the joiner's data: the joiner should get total / (n + 1) bytes, and each
-member gives it in proportion to the share of the data it holds. A single row within a cushion of 10 % of
-that target is given whole; else rows are combined by pairs (a row with a prefix of another's columns
-swapped in) and the combination closest to the target wins.
+Join (NCache's `DistributeHashMap.BalanceBuckets`): the share is buckets // (n + 1) and each member gives
+the joiner what it holds beyond the share, so the joiner gets every member's excess and may end above the
+share (55 buckets where the share is 15 when the 64th member joins: 55 members hold 16). A member lays
+its buckets out as a matrix: sorted by weight (then number), in rows of `give` = held - share columns.
+Below the threshold - no member holds more than 10 % of the cluster's configured cache size (the size per
+member x the members) - the data is too small to weigh and the member gives one bucket per column along
+a diagonal of the matrix (NCache's "shuffle": the given buckets spread over the weight ranks, where the
+reference notes say "at random"). Above it, a member gives away its part of the joiner's due: the joiner
+should get total / (n + 1) bytes, each member giving in proportion to the data it holds. A single row
+within a cushion of 10 % of that target is given whole; else rows are combined by pairs (a row with a
+prefix of another's columns swapped in) and the combination closest to the target wins.
 
 Automatic load balancing (NCache's `BalanceNodeMgr.BalanceNodes`, run periodically when enabled): a
 member whose data exceeds the average by more than the threshold (60 %) is the donor; each member below
@@ -94,7 +96,8 @@ def join(owners: Sequence[int], weights: Sequence[int], members: int, cache_size
     load = member_weights(owners, weights, members)
     total = sum(load)
     share = len(owners) // (members + 1)
-    weigh = any(w > cache_size * WEIGHT_THRESHOLD_PERCENT // 100 for w in load)
+    # the threshold is 10 % of the cluster's configured size (cache size per member x members)
+    weigh = any(w > cache_size * members * WEIGHT_THRESHOLD_PERCENT // 100 for w in load)
     result = list(owners)
     for x in range(members):
         held = [b for b, o in enumerate(owners) if o == x]
