@@ -381,6 +381,7 @@ def draw_lines(axes: Axes, summary: Sequence[_Row], counts: Sequence[int], metri
         axes.plot(xs, ys, marker=_MARKERS[i % len(_MARKERS)], linestyle="-" if i % 2 else "--", label=name)
     axes.set(xscale="log", yscale="log", xlabel="nodes")
     axes.set_xticks(list(counts), [str(n) for n in counts])
+    axes.xaxis.set_minor_formatter(NullFormatter())  # only the node counts are labelled
     axes.yaxis.set_major_formatter(ScalarFormatter())
     axes.yaxis.set_minor_formatter(NullFormatter())
     axes.grid(True, which="both", alpha=0.3)
