@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, Protocol, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
@@ -387,40 +387,65 @@ def draw_lines(axes: Axes, summary: Sequence[_Row], counts: Sequence[int], metri
     axes.grid(True, which="both", alpha=0.3)
 
 
-def plot_distribution(report: DistributionReport, directory: Path) -> list[Path]:
-    """peak_mean.png (load peak/mean vs node count) and movement.png (join and leave vs ideal) as PNGs."""
+class Plot(NamedTuple):
+    """A lab's two figures: peak/mean against node count, and what a join and a leave moved / ideal."""
+
+    peak_name: str
+    peak_label: str
+    peak_title: str
+    move_name: str
+    move_label: str
+    move_title: str  # with {event}
+
+
+def plot_peak_and_movement(
+    summary: Sequence[Any], counts: Sequence[int], directory: Path, plot: Plot
+) -> list[Path]:
+    """The two PNGs of `plot` in `directory`: rows with `peak_mean`, `join_ratio` and `leave_ratio`."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display on servers and CI
     from matplotlib import pyplot as plt
 
     directory.mkdir(parents=True, exist_ok=True)
-    config = report.config
-    subtitle = f"{config.partitions} partitions, {config.backups} backups, {config.trials} trials"
-
     figure, axes = plt.subplots(figsize=(7, 4.5))
-    draw_lines(axes, report.summary, config.node_counts, "peak_mean")
-    top = max(row.peak_mean for row in report.summary)
+    draw_lines(axes, summary, counts, "peak_mean")
+    top = max(row.peak_mean for row in summary)
     # Peak/mean spans less than a decade: a log axis alone would label only 1.0.
     axes.set_yticks([t for t in (1, 1.05, 1.1, 1.25, 1.5, 2, 3, 4, 6, 8) if t <= top * 1.05])
-    axes.set(ylabel="peak / mean load", title=f"Uniformity ({subtitle})")
+    axes.set(ylabel=plot.peak_label, title=plot.peak_title)
     axes.legend(fontsize="small")
-    peak = directory / "peak_mean.png"
+    peak = directory / plot.peak_name
     figure.tight_layout()
     figure.savefig(peak, dpi=110)
     plt.close(figure)
 
     figure, panes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     for pane, event in zip(panes, ("join", "leave"), strict=True):
-        draw_lines(pane, report.summary, config.node_counts, f"{event}_ratio")
-        pane.set(title=f"Partitions moved on a {event} / ideal ({config.backups} backups)")
-    panes[0].set_ylabel("moved fraction / ideal fraction")
+        draw_lines(pane, summary, counts, f"{event}_ratio")
+        pane.set(title=plot.move_title.format(event=event))
+    panes[0].set_ylabel(plot.move_label)
     panes[1].legend(fontsize="small")
-    move = directory / "movement.png"
+    move = directory / plot.move_name
     figure.tight_layout()
     figure.savefig(move, dpi=110)
     plt.close(figure)
     return [peak, move]
+
+
+def plot_distribution(report: DistributionReport, directory: Path) -> list[Path]:
+    """peak_mean.png (load peak/mean vs node count) and movement.png (join and leave vs ideal) as PNGs."""
+    config = report.config
+    subtitle = f"{config.partitions} partitions, {config.backups} backups, {config.trials} trials"
+    plot = Plot(
+        "peak_mean.png",
+        "peak / mean load",
+        f"Uniformity ({subtitle})",
+        "movement.png",
+        "moved fraction / ideal fraction",
+        "Partitions moved on a {event} / ideal (" + f"{config.backups} backups)",
+    )
+    return plot_peak_and_movement(report.summary, config.node_counts, directory, plot)
 
 
 _COLUMNS = (
@@ -439,29 +464,36 @@ _COLUMNS = (
 )
 
 
-def html_table(report: DistributionReport) -> str:
-    """The summary as an HTML <table> fragment (one row per algorithm and node count)."""
-    head = "".join(f"<th>{html.escape(title)}</th>" for _, title, _ in _COLUMNS)
+Columns = tuple[tuple[str, str, str], ...]  # (field, title, format) per column of a lab's table
+
+
+def html_table_of(rows: Sequence[Any], columns: Columns, css: str) -> str:
+    """Summary rows as an HTML <table> fragment."""
+    head = "".join(f"<th>{html.escape(title)}</th>" for _, title, _ in columns)
     body = "".join(
         "<tr>"
-        + "".join(f"<td>{html.escape(fmt.format(getattr(row, field)))}</td>" for field, _, fmt in _COLUMNS)
+        + "".join(f"<td>{html.escape(fmt.format(getattr(row, field)))}</td>" for field, _, fmt in columns)
         + "</tr>\n"
-        for row in report.summary
+        for row in rows
     )
-    return (
-        f'<table class="distribution">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>\n'
-    )
+    return f'<table class="{css}">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>\n'
+
+
+def markdown_table_of(rows: Sequence[Any], columns: Columns) -> str:
+    """Summary rows as a Markdown table."""
+    lines = ["| " + " | ".join(title for _, title, _ in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(fmt.format(getattr(row, f)) for f, _, fmt in columns) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def html_table(report: DistributionReport) -> str:
+    """The summary as an HTML <table> fragment (one row per algorithm and node count)."""
+    return html_table_of(report.summary, _COLUMNS, "distribution")
 
 
 def markdown_table(report: DistributionReport, nodes: int | None = None) -> str:
     """The summary as a Markdown table, optionally for one node count (for docs/distribution.md)."""
-    rows = [row for row in report.summary if nodes is None or row.nodes == nodes]
-    lines = [
-        "| " + " | ".join(title for _, title, _ in _COLUMNS) + " |",
-        "|" + "---|" * len(_COLUMNS),
-    ]
-    lines += ["| " + " | ".join(fmt.format(getattr(row, f)) for f, _, fmt in _COLUMNS) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
+    return markdown_table_of([row for row in report.summary if nodes is None or row.nodes == nodes], _COLUMNS)
 
 
 def lab_page(title: str, intro: str, plots: list[Path], table: str) -> str:

@@ -23,7 +23,6 @@ the band). A leave re-homes the leaver's buckets by count in every variant, as N
 from __future__ import annotations
 
 import argparse
-import html
 import random
 import statistics
 from collections.abc import Sequence
@@ -36,8 +35,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from conformance.distribution import (
     MAX_NODES,
     Algorithm,
-    draw_lines,
+    Plot,
+    html_table_of,
     lab_page,
+    markdown_table_of,
+    plot_peak_and_movement,
     publish,
     spark_map,
     trial_topology,
@@ -264,36 +266,17 @@ def run_lab(spark: SparkSession, config: LabConfig) -> LabReport:
 
 def plot_lab(report: LabReport, directory: Path) -> list[Path]:
     """bytes_peak_mean.png (peak/mean by bytes vs nodes) and bytes_moved.png (bytes moved / ideal)."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only
-    from matplotlib import pyplot as plt
-
     config = report.config
-    counts = config.node_counts
     subtitle = f"{config.keys} keys, Zipf {config.zipf:g}, {config.trials} trials"
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    draw_lines(axes, report.summary, counts, "peak_mean")
-    top = max(row.peak_mean for row in report.summary)
-    axes.set_yticks([t for t in (1, 1.05, 1.1, 1.25, 1.5, 2, 3, 4, 6, 8) if t <= top * 1.05])
-    axes.set(ylabel="peak / mean bytes", title=f"Balance by data size ({subtitle})")
-    axes.legend(fontsize="small")
-    peak = directory / "bytes_peak_mean.png"
-    figure.tight_layout()
-    figure.savefig(peak, dpi=110)
-    plt.close(figure)
-
-    figure, panes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
-    for pane, event in zip(panes, ("join", "leave"), strict=True):
-        draw_lines(pane, report.summary, counts, f"{event}_ratio")
-        pane.set(title=f"Bytes moved on a {event} / ideal")
-    panes[0].set_ylabel("moved bytes / ideal")
-    panes[1].legend(fontsize="small")
-    move = directory / "bytes_moved.png"
-    figure.tight_layout()
-    figure.savefig(move, dpi=110)
-    plt.close(figure)
-    return [peak, move]
+    plot = Plot(
+        "bytes_peak_mean.png",
+        "peak / mean bytes",
+        f"Balance by data size ({subtitle})",
+        "bytes_moved.png",
+        "moved bytes / ideal",
+        "Bytes moved on a {event} / ideal",
+    )
+    return plot_peak_and_movement(report.summary, config.node_counts, directory, plot)
 
 
 _COLUMNS = (
@@ -312,23 +295,13 @@ _COLUMNS = (
 )
 
 
-def _cells(row: SummaryRow) -> list[str]:
-    return [fmt.format(getattr(row, name)) for name, _, fmt in _COLUMNS]
-
-
 def markdown_table(report: LabReport, nodes: int | None = None) -> str:
-    """The summary as Markdown, optionally for one node count (docs/ncache.md)."""
-    lines = ["| " + " | ".join(t for _, t, _ in _COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
-    lines += ["| " + " | ".join(_cells(r)) + " |" for r in report.summary if nodes in (None, r.nodes)]
-    return "\n".join(lines) + "\n"
+    """The summary as Markdown, optionally for one node count."""
+    return markdown_table_of([r for r in report.summary if nodes in (None, r.nodes)], _COLUMNS)
 
 
 def html_table(report: LabReport) -> str:
-    head = "".join(f"<th>{html.escape(t)}</th>" for _, t, _ in _COLUMNS)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in _cells(r)) + "</tr>\n" for r in report.summary
-    )
-    return f'<table class="ncache-lab">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>\n'
+    return html_table_of(report.summary, _COLUMNS, "ncache-lab")
 
 
 def write_lab_artifacts(report: LabReport, directory: Path) -> list[Path]:
