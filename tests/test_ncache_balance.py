@@ -45,7 +45,7 @@ def test_weight_select_combines_two_rows_when_no_row_fits() -> None:
     weights = [1, 2, 3, 10, 20, 30]
     chosen = weight_select([[0, 1, 2], [3, 4, 5]], weights, 3, 33)
     assert len(set(chosen)) == 3
-    assert sum(weights[b] for b in chosen) == 33  # bucket 3 swapped into the light row: 10 + 20 + 3
+    assert sum(weights[b] for b in chosen) == 33  # buckets 3 and 4 swapped into the light row: 10 + 20 + 3
 
 
 def test_join_keeps_the_count_share_either_way() -> None:
@@ -120,6 +120,14 @@ def test_auto_balance_on_a_skewed_cluster_lowers_the_peak() -> None:
     balanced = auto_balance(owners, weights, 8, enabled=True)
     assert max(member_weights(balanced, weights, 8)) < max(member_weights(owners, weights, 8))
     assert [balanced.count(x) for x in range(8)] == [owners.count(x) for x in range(8)]
+
+
+def test_boundaries_one_bucket_and_no_data() -> None:
+    assert join((0,), [0], 1, 1) == (1,)  # share 1 // 2 = 0: the only bucket goes to the joiner
+    assert join((0,), [5], 1, 1) == (1,)
+    empty = joined([0] * 10, 3, 1)  # no data: below any threshold, shuffled by bucket number
+    assert sorted(empty.count(x) for x in range(3)) == [3, 3, 4]
+    assert auto_balance(empty, [0] * 10, 3, enabled=True) == empty
 
 
 def test_bad_maps_are_refused() -> None:
