@@ -139,6 +139,13 @@ def audit_html(report: VerifyReport) -> Markup:
     return Markup(audit_section(report.audit.report, "h3"))  # escaped where conformance/audit/page.py made it
 
 
+def has_diagrams(report: VerifyReport) -> bool:
+    """The page draws a counterexample or a mismatch (the templates draw one for each)."""
+    specs = any(s.tlc.violation or (s.conformance and s.conformance.examples) for s in report.specs)
+    zoo = report.zoo is not None and any(e.spec.counterexample or e.impl.mismatch for e in report.zoo.entries)
+    return specs or zoo
+
+
 @cache
 def _environment() -> Environment:
     env = environment()
@@ -174,10 +181,9 @@ def render(template: str, **context: Any) -> str:
 def html_page(report: VerifyReport, files: Sequence[str] = ()) -> str:
     """The whole page; `files`: the report's own files beside it (relative paths), listed in its
     Artefacts section (each spec lists its own files)."""
-    body = render("body.html.j2", report=report, files=files)
     # Mermaid only where there are diagrams (counterexamples, mismatches): a page that holds without
     # any neither loads it nor credits it.
-    return render("index.html.j2", report=report, body=Markup(body), drawn='<pre class="mermaid">' in body)
+    return render("index.html.j2", report=report, files=files, drawn=has_diagrams(report))
 
 
 # ---------------------------------------------------------------------------------------------------------
