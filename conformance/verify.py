@@ -349,13 +349,13 @@ def verify_spec(
         graph_reused=result.graph_reused,
         replay_seconds=result.replay_seconds,
     )
-    conformance = validation = None
-    # Without a state graph (TLC found a violation or failed) there is nothing to replay, and walks
-    # would be judged by a model that does not hold: TLC's outcome is the report.
     graph = run_dir or default_run_dir(spec, config)
     assert result.tlc is not None  # conform always records TLC's result
     if artefacts is not None and result.tlc.violation is not None:
         artefacts.counterexample(violation_path(result.tlc, spec, config))
+    conformance = validation = None
+    # Without a state graph (TLC found a violation or failed) there is nothing to replay, and walks
+    # would be judged by a model that does not hold: TLC's outcome is the report.
     if result.outcome == Outcome.OK:
         conformance = _conform_figures(result, graph)
         if on_phase is not None:
