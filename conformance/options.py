@@ -441,10 +441,13 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     ncache.add_argument("--json", action="store_true", help="print one JSON object")
 
     validate = commands.add_parser("validate", help="check implementation traces (ITF JSON lines) with TLC")
-    validate.add_argument("traces", type=Path, metavar="TRACES.jsonl")
+    validate.add_argument("traces", type=Path, metavar="TRACES", help="ITF JSON lines or one FILE.itf.json")
     validate.add_argument("--spec", type=Path, help="the spec (default: spec/NAME.tla, NAME from the traces)")
     validate.add_argument(
         "--config", type=Path, help="TLC model config (default: the traces' #meta.config, else SPEC.cfg)"
+    )
+    validate.add_argument(
+        "--mapping", type=Path, metavar="MAP.json", help="TRACES is an event log mapped by MAP"
     )
     validate.add_argument("--json", action="store_true", help="print one JSON object")
     _tlc_arguments(validate)
