@@ -32,6 +32,7 @@ from conformance.kit.driver import Driver
 from conformance.kit.replay import DriverRun, replay_with_driver
 from conformance.locks import locked
 from conformance.mappings import mapping_for
+from conformance.parallel import PARALLEL_EDGES, cores, replay_in_shares
 from conformance.replay import (
     RESULTS_DDL,
     RESULTS_SCHEMA,
@@ -40,7 +41,6 @@ from conformance.replay import (
     StateResult,
     explain,
     replay_arrow_batches,
-    replay_states,
     results_batches,
 )
 from conformance.spark import is_local, spark_session
@@ -195,12 +195,23 @@ class GraphTables:
             yield fp, self.texts[fp], self.outgoing.get(fp, [])
 
 
+def local_processes(edges: int) -> int:
+    """How many processes replay a graph of `edges` edges on this machine without Spark."""
+    return 1 if edges < PARALLEL_EDGES else cores()
+
+
 def replay_locally(
-    graph: Path, spec: str, constants: Mapping[str, Value], mutant: str | None
+    graph: Path, spec: str, constants: Mapping[str, Value], mutant: str | None, processes: int | None = None
 ) -> ReplaySummary:
-    """The same replay in this process, without Spark (a baseline for benchmarks and small graphs)."""
+    """The same replay on this machine without Spark: in this process, or with `processes` (by default
+    `local_processes`) forked processes (conformance/parallel.py)."""
     tables = GraphTables(graph)
-    return _write_results(graph, tables, replay_states(spec, constants, mutant, tables.rows()))
+    rows = list(tables.rows())
+    count = processes or local_processes(sum(len(out) for _, _, out in rows))
+    with _publishing(graph / RESULTS) as target:
+        target.mkdir()
+        replay_in_shares(target, rows, spec, constants, mutant, count)
+    return _summary(graph, tables)
 
 
 def _write_results(graph: Path, tables: GraphTables, results: Iterable[StateResult]) -> ReplaySummary:
@@ -209,6 +220,10 @@ def _write_results(graph: Path, tables: GraphTables, results: Iterable[StateResu
         with pq.ParquetWriter(target / "part-00000.parquet", RESULTS_SCHEMA) as writer:
             for batch in results_batches(results):
                 writer.write_batch(batch)
+    return _summary(graph, tables)
+
+
+def _summary(graph: Path, tables: GraphTables) -> ReplaySummary:
     summary = summarize(graph, tables.texts.get)
     summary.examples = tables.with_paths(summary.examples)
     return summary
@@ -376,15 +391,16 @@ AUTO_SPARK_EDGES = 160_000
 
 
 def replay_engine(edges: int, master: str | None, local: bool | None) -> tuple[bool, str]:
-    """(replay in this process?, why): as asked, or, with `local` None and no master, by the graph's size."""
+    """(replay without Spark?, why): as asked, or, with `local` None and no master, by the graph's size."""
+    here = f"without Spark, {local_processes(edges)} process(es)"
     if local:
-        return True, "in this process (asked for)"
+        return True, f"{here} (asked for)"
     if master is not None:
         return False, f"on Spark at {master} (asked for)"
     if local is not None:
         return False, "on Spark (asked for)"
     if edges < AUTO_SPARK_EDGES:
-        return True, f"in this process ({edges:,} edges: below {AUTO_SPARK_EDGES:,}, Spark would not pay off)"
+        return True, f"{here} ({edges:,} edges: below {AUTO_SPARK_EDGES:,}, Spark would not pay off)"
     return False, f"on Spark ({edges:,} edges: at least {AUTO_SPARK_EDGES:,}, where Spark pays off)"
 
 
