@@ -14,7 +14,6 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -84,12 +83,15 @@ def replay_in_shares(
             replay_share(directory / "part-00000.parquet", 0, len(rows))
             return
         context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(len(ranges), mp_context=context, initializer=_die_with_parent) as pool:
-            futures = [
-                pool.submit(replay_share, directory / f"part-{index:05d}.parquet", start, stop)
-                for index, (start, stop) in enumerate(ranges)
-            ]
-            for future in futures:
-                future.result()
+        # Leaving the block terminates the processes: an error or an interrupt does not wait for them.
+        with context.Pool(len(ranges), initializer=_die_with_parent) as pool:
+            pool.starmap(
+                replay_share,
+                [
+                    (directory / f"part-{index:05d}.parquet", start, stop)
+                    for index, (start, stop) in enumerate(ranges)
+                ],
+                chunksize=1,
+            )
     finally:
         _inherited = None
