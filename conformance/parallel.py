@@ -61,8 +61,13 @@ def replay_share(target: Path, start: int, stop: int) -> None:
             writer.write_batch(batch)
 
 
-def _die_with_parent() -> None:
+def _share_process() -> None:
+    """A share's process dies with this one, and quietly: Ctrl-C (sent to the whole process group) is
+    this process's to handle, and SIGTERM (how the pool stops its processes) ends it at once, not
+    through the handler it inherited that unwinds with a traceback."""
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def replay_in_shares(
@@ -84,7 +89,7 @@ def replay_in_shares(
             return
         context = multiprocessing.get_context("fork")
         # Leaving the block terminates the processes: an error or an interrupt does not wait for them.
-        with context.Pool(len(ranges), initializer=_die_with_parent) as pool:
+        with context.Pool(len(ranges), initializer=_share_process) as pool:
             pool.starmap(
                 replay_share,
                 [
