@@ -1,10 +1,11 @@
 """Conformance cost on a model: TLC alone, TLC with the state-graph dump (the run that produces the
 graph), graph loading, and replay without Spark in one process (the baseline) and on one process per
-core (what `conform` picks for graphs below its Spark threshold) vs Spark local[1] and local[2], and
-`conform` on Spark with the session's start overlapped with TLC, all measured in the same run, with the ratio replay/TLC, the peak memory (resident set high-water mark) of
-the driver, the Spark JVM and its Python workers, and the graph size above which Spark pays off (from
-Spark's fixed cost, measured on the spec's small test model). Each replay runs in a fresh process (and
-JVM), so each pays the cold start a `tidemark conform` run pays.
+core (what `conform` picks below its Spark threshold) vs Spark local[1] and local[2], and `conform` on
+Spark with the session's start overlapped with TLC, all measured in the same run, with the ratio
+replay/TLC, the peak memory (resident set high-water mark) of the driver, the Spark JVM and its Python
+workers, and the graph size above which Spark pays off (from Spark's fixed cost, measured on the spec's
+small test model). Each replay runs in a fresh process (and JVM), so each pays the cold start a
+`tidemark conform` run pays.
 
     python bench/bench_conform.py [--spec spec/UpdateCounter.tla] [--config CFG] [--small CFG] [--skip-spark]
     python bench/bench_conform.py --spec spec/PME.tla                      # the composed protocol

@@ -415,10 +415,12 @@ def _write_atomically(path: Path, text: str) -> None:
         scratch.write_text(text)
 
 
-# Below this many edges a replay in this process beats a new Spark session (docs/performance.md, "Where
-# Spark pays off": a new local[2] session costs 14-28 s before its first edge and wins above about 160,000
-# edges on the heaviest model, PME; later on the counter models).
-AUTO_SPARK_EDGES = 160_000
+# Below this many edges the replay without Spark (one process per core) beats a new Spark session on
+# this machine (docs/performance.md, "Where Spark pays off": on the standard counter model, 304,000 edges,
+# two processes replayed in 78 s where a local Spark session warmed behind TLC still took 218 s after it).
+# Above it Spark's worth is memory: the replay without it holds the whole graph in the driver's memory
+# (about 0.5 GB per million edges).
+AUTO_SPARK_EDGES = 1_000_000
 
 
 def _spark_expected(run_dir: Path, master: str | None, local: bool | None) -> bool:

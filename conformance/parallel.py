@@ -41,7 +41,8 @@ def shares(rows: Sequence[Row], count: int) -> list[tuple[int, int]]:
     """`count` contiguous (start, stop) ranges of `rows` with about as many edges each (empty ones left
     out); every row counts at least one, for its enabledness check."""
     weights = [max(1, len(out)) for _, _, out in rows]
-    total, bounds, start, done = sum(weights), [], 0, 0
+    bounds: list[tuple[int, int]] = []
+    total, start, done = sum(weights), 0, 0
     for index, weight in enumerate(weights):
         done += weight
         if done * count >= total * (len(bounds) + 1) and len(bounds) < count - 1:
