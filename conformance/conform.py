@@ -416,10 +416,10 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 # Below this many edges the replay without Spark (one process per core) beats a new Spark session on
-# this machine (docs/performance.md, "The standard models, in the mode conform picks": on the counter model, 304,000 edges,
-# two processes replayed in 78 s where a local Spark session warmed behind TLC still took 218 s after it).
-# Above it Spark's worth is memory: the replay without it holds the whole graph in the driver's memory
-# (about 0.5 GB per million edges).
+# this machine (docs/performance.md, "The standard models, in the mode conform picks": on the counter
+# model, 304,000 edges, two processes replayed in 78 s where a local Spark session warmed behind TLC
+# still took 218 s after it). Above it Spark's worth is memory: the replay without it holds the whole
+# graph in the driver's memory (about 0.5 GB per million edges).
 AUTO_SPARK_EDGES = 1_000_000
 
 
