@@ -281,7 +281,9 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     _master_argument(conform)
     engine = conform.add_mutually_exclusive_group()
     engine.add_argument(
-        "--local", action="store_true", help="replay in this process (default: by the graph's size)"
+        "--local",
+        action="store_true",
+        help="replay without Spark, one process per core (default: by the graph's size)",
     )
     engine.add_argument("--spark", action="store_true", help="replay on Spark local[*] whatever the size")
     conform.add_argument("--mutant", help="replay against a deliberately broken implementation")
@@ -493,7 +495,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "verify", help="the main job: check, conform, validate every standard model, the bug zoo; HTML report"
     )
     _master_argument(verify)
-    verify.add_argument("--local", action="store_true", help="replay in this process, without Spark")
+    verify.add_argument("--local", action="store_true", help="replay without Spark, one process per core")
     verify.add_argument(
         "--traces",
         type=bounded("verify --traces"),
