@@ -121,6 +121,10 @@ def campaign_section(report: CampaignReport) -> str:
     )
 
 
+def _changed(constants: dict[str, str]) -> str:
+    return f" ({', '.join(f'{k} = {v}' for k, v in constants.items())})" if constants else ""
+
+
 def deep_section(deep: DeepReport) -> str:
     rows = []
     for m in deep.models:
@@ -135,7 +139,8 @@ def deep_section(deep: DeepReport) -> str:
             f" ({_e(m.finding)})</td><td>{_mark(m.holds)}</td></tr>"
         )
     zoo = "".join(
-        f"<tr><td><code>{_e(e.name)}</code></td><td>{_e(e.model)}: {_e(e.spec.describe())}</td>"
+        f"<tr><td><code>{_e(e.name)}</code></td><td>{_e(e.model)}{_e(_changed(e.constants))}:"
+        f" {_e(e.spec.describe())}</td>"
         f"<td>{'caught after ' + str(e.campaign.walks) + ' walks' if not e.campaign.holds else 'not caught'}"
         f"</td><td>{_mark(e.caught)}</td></tr>"
         for e in deep.zoo
