@@ -94,9 +94,14 @@ class DeepCatch:
 # The bug zoo's entries of issue 20, each with the deep model that reaches its bug (docs/pme.md, section 10).
 DEEP_ZOO: dict[str, DeepCatch] = {
     "merged-left-finalizes-joiner": DeepCatch("PME-deep"),
-    # The loss follows both transactions' decisions; letting the crashes wait for them (as the
-    # targeted model does) leaves out interleavings that cannot matter and finds it in minutes.
-    "renting-keeps-counter": DeepCatch("PME-deep", (("FailAfterDecisions", "TRUE"),)),
+    # The inflated starting counter loses data only through a historical rebalance from it: at threshold
+    # 1 that needs both keys committed (a one-key partition is rebalanced in full, which resets the
+    # counter: with one key the model holds, 335,953 states), deeper than breadth-first search gets in
+    # ten minutes. Threshold 0, one key and crashes after the decision reach it (OwningCoversLwm after 27
+    # states, 93,937 states, with two failures and RENTING->MOVING).
+    "renting-keeps-counter": DeepCatch(
+        "PME-deep", (("TxKeys", "{{0}}"), ("WalRebalanceThreshold", "0"), ("FailAfterDecisions", "TRUE"))
+    ),
     # With threshold 1 and two single-key transactions no copy can be rebalanced from history at
     # size == threshold: a lagging copy misses at least one counter, and Ignite's rule needs fewer
     # missing counters than entries, so 2 entries. Threshold 2 puts the boundary there (a copy at
@@ -226,7 +231,10 @@ def catch_in_deep_model(name: str, work_dir: Path, options: TlcOptions) -> SpecC
     where = DEEP_ZOO[name]
     model = next(m for m in DEEP_MODELS if m.name == where.model)
     config = variant_config(replace(entry, model=model.config), work_dir)
-    config.write_text(with_constants(config.read_text(encoding="utf-8"), where.constants, model.config))
+    text = with_constants(config.read_text(encoding="utf-8"), where.constants, model.config)
+    changed = ", ".join(f"{k} = {v}" for k, v in where.constants)
+    note = f"\\* Constants changed for this entry (DEEP_ZOO): {changed}.\n" if changed else ""
+    config.write_text(note + text)
     started = time.monotonic()
     result = parse_output(run_tlc(model.spec, config, options), source=f"TLC on {name} in {model.name}")
     violation = result.violation
