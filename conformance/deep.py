@@ -12,7 +12,8 @@ without `action`):
   the findings document (a violation; which invariant and how long the trace are reported);
 - where the fixes leave a loss (a residual model: the fixed protocol with every invariant, or the deep
   model itself when `fixes_hold` is False), TLC must find it, as its finding documents;
-- the bug zoo's entries of issue 20 put into the fixed deep models - TLC must catch each;
+- the bug zoo's entries of issue 20 put into the fixed deep models (with the constants `DEEP_ZOO` changes
+  where the model as it stands cannot reach the bug in time) - TLC must catch each;
 - the random-walk campaign against the same entries' mutants (conformance/campaign.py) - it must catch
   each within a budget of walks.
 
