@@ -55,6 +55,7 @@ OUTAGE = Path("tests/models/PME-outage.cfg")  # both servers fail, restart and t
 NC_SPEC = Path("spec/NCachePartitionReplica.tla")
 NC_ZOO_SPEC = Path("spec/NCacheZoo.tla")
 NC_STANDARD = Path("spec/NCachePartitionReplica.cfg")  # 3 nodes, 3 buckets, sync, 3 writes, one leave
+NC_MAINTENANCE = Path("spec/NCachePartitionReplica-maintenance.cfg")  # with a stop for maintenance
 DEFAULT_WORK_DIR = Path("runs/zoo")
 
 # Each protocol's implementation mutants, by its spec module's name.
@@ -258,6 +259,14 @@ ZOO: tuple[ZooEntry, ...] = (
                 "Reverts <- NeverReverts",
             ),
         )
+    ),
+    ZooEntry(
+        "rejoin-without-pull",
+        "A member back from maintenance serves its buckets without pulling them from its replica",
+        "Pulled <- NothingPulled",
+        NC_MAINTENANCE,
+        NC_SPEC,
+        NC_ZOO_SPEC,
     ),
 )
 
