@@ -25,6 +25,7 @@ from conformance import options as opt
 from conformance.errors import Terminated, TidemarkError, exit_code
 from conformance.outputs import emit as _emit
 from conformance.progress import Status, console, out, progress
+from conformance.runinfo import invocation
 from conformance.scratch import signals_unwind
 from conformance.spark import executor_python
 from conformance.tlc.output import TlcResult
@@ -353,6 +354,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             on_line=status.line,
             on_phase=status.phase,
             wait=not args.no_wait,
+            report_dir=args.out,
         )
         page = write_report(report, args.out)
     if args.junit is not None:
@@ -411,10 +413,15 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from conformance.traces import read_traces
+    from conformance.traces import read_itf_trace, read_traces
     from conformance.validate import resolve_model, validate_traces
 
-    traces = read_traces(args.traces)
+    if args.mapping is not None:
+        return _validate_log(args)
+    if args.traces.name.endswith(".itf.json"):  # one trace, e.g. Apalache's or Quint's
+        traces = [read_itf_trace(args.traces, args.spec.stem if args.spec else None)]
+    else:
+        traces = read_traces(args.traces)
     spec, config = resolve_model(traces, args.spec, args.config)
     report = validate_traces(traces, spec, config, _tlc_options(args))
     if args.json:
@@ -431,6 +438,37 @@ def cmd_validate(args: argparse.Namespace) -> int:
         )
         for line in rejection.diff:
             out.print(f"    {escape(line)}")
+    for broken in report.broken:
+        out.print(
+            f"  [red]{escape(broken.id)}[/] state {broken.step} breaks {escape(', '.join(broken.invariants))}"
+        )
+    return 0 if report.holds else 1
+
+
+def _validate_log(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
+    from conformance.kit.logs import validate_log
+
+    report = validate_log(args.traces, args.mapping, args.spec, args.config, _tlc_options(args))
+    if args.json:
+        return _emit("validate --mapping", report, 0 if report.holds else 1)
+    style = "green" if report.holds else "red"
+    out.print(
+        f"[bold]{escape(str(args.traces))}[/]:"
+        f" [{style}]{report.explained}/{report.events} events explained[/]"
+        f" by {escape(report.spec)} with {escape(report.config)} (TLC {report.tlc_seconds:.1f} s)"
+    )
+    if (rejection := report.rejection) is not None:
+        out.print(
+            f"  [red]event {rejection.event}[/] (line {rejection.line}, {escape(rejection.kind)}):"
+            f" {escape(rejection.reason)}"
+        )
+        for line in rejection.diff:
+            out.print(f"    {escape(line)}")
+        out.print(
+            f"  {rejection.candidates} spec state(s) consistent with the events before it (--json shows them)"
+        )
     return 0 if report.holds else 1
 
 
@@ -446,6 +484,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int] | str] = {
     "affinity": "conformance.placement:cmd_affinity",
     "distribution": "conformance.placement:cmd_distribution",
     "hazelcast-lab": "conformance.hazelcast_lab:cmd_hazelcast_lab",
+    "ncache-lab": "conformance.ncache_lab:cmd_ncache_lab",
     "validate": cmd_validate,
     "scenario": "conformance.scenarios.command:run",
     "verify": cmd_verify,
@@ -497,7 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = opt.build_parser(__doc__.splitlines()[0] if __doc__ else None).parse_args(argv)
         logger.setLevel(logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO)
-        with signals_unwind(), executor_python(getattr(args, "executor_python", None)):
+        with signals_unwind(), executor_python(getattr(args, "executor_python", None)), invocation(args):
             code: int = _command(args.command)(args)
     except BaseException as error:  # every way a command ends maps to an exit code, in one place
         _show(error)

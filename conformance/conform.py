@@ -18,7 +18,7 @@ import shutil
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from conformance.kit.driver import Driver
 from conformance.kit.replay import DriverRun, replay_with_driver
 from conformance.locks import locked
 from conformance.mappings import mapping_for
+from conformance.parallel import PARALLEL_EDGES, cores, replay_in_shares
 from conformance.replay import (
     RESULTS_DDL,
     RESULTS_SCHEMA,
@@ -40,10 +41,9 @@ from conformance.replay import (
     StateResult,
     explain,
     replay_arrow_batches,
-    replay_states,
     results_batches,
 )
-from conformance.spark import is_local, spark_session
+from conformance.spark import SparkWarmup, is_local, session_running, spark_session
 from conformance.tlc.config import read_config
 from conformance.tlc.dot import GRAPH_FORMAT, GraphSummary, dot_to_parquet
 from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
@@ -104,7 +104,6 @@ def replay_with_spark(
     """Group each state with its outgoing edges (the targets' digests and actions joined in), replay
     partitions in parallel, and write the results table into `graph`."""
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
 
     assert isinstance(spark, SparkSession)
     # On a cluster the executors do not see this machine's disk: the graph travels from the driver as
@@ -115,8 +114,21 @@ def replay_with_spark(
         path = graph / name
         return spark.read.parquet(str(path)) if local else spark.createDataFrame(pq.read_table(path))
 
-    states = table("states.parquet")
-    edges = table("edges.parquet")
+    job = partial(replay_arrow_batches, spec, dict(constants), mutant)
+    results = _replay_plan(table("states.parquet"), table("edges.parquet"), job)
+    with _publishing(graph / RESULTS) as target:
+        if local:
+            results.write.parquet(str(target))
+        else:
+            pq.write_table(results.toArrow(), target)
+    return summarize(graph)
+
+
+def _replay_plan(states: Any, edges: Any, job: Callable[[Iterator[Any]], Iterator[pa.RecordBatch]]) -> Any:
+    """The replay's Spark plan: each state with its outgoing edges (the targets' digests and actions
+    joined in), mapped by `job` to results rows."""
+    from pyspark.sql import functions as F
+
     targets = states.select(
         F.col("fp").alias("dst"), F.col("digest").alias("dst_digest"), F.col("action").alias("dst_action")
     )
@@ -131,13 +143,32 @@ def replay_with_spark(
         .select("fp", "state", "out")
     )
     # Arrow batches, not pickled Rows: the JVM -> Python hand-over is the cost that dominates otherwise.
-    results = rows.mapInArrow(partial(replay_arrow_batches, spec, dict(constants), mutant), RESULTS_DDL)
-    with _publishing(graph / RESULTS) as target:
-        if local:
-            results.write.parquet(str(target))
-        else:
-            pq.write_table(results.toArrow(), target)
-    return summarize(graph)
+    return rows.mapInArrow(job, RESULTS_DDL)
+
+
+def _prepare_worker(
+    spec: str, constants: Mapping[str, Value], mutant: str | None, batches: Iterator[Any]
+) -> Iterator[pa.RecordBatch]:
+    """The warm-up job's body: a Python worker imports and builds what replaying takes, and answers
+    nothing."""
+    mapping_for(spec, constants, mutant)
+    for _ in batches:
+        pass
+    return iter(())
+
+
+def warm_up_replay(spec: str, constants: Mapping[str, Value], mutant: str | None, spark: Any) -> None:
+    """Run the replay's plan over a one-state graph on `spark`: the JVM loads and compiles the plan's
+    classes and the Python workers start and import the mapping, before the real graph exists."""
+    from conformance.tlc.dot import EDGES_SCHEMA, STATES_SCHEMA
+
+    states = {"fp": [0], "initial": [True], "state": ["{}"], "action": ["{}"], "digest": [0]}
+    edges = {"src": [0], "dst": [0], "label": [""]}
+    _replay_plan(
+        spark.createDataFrame(pa.table(states, schema=STATES_SCHEMA)),
+        spark.createDataFrame(pa.table(edges, schema=EDGES_SCHEMA)),
+        partial(_prepare_worker, spec, dict(constants), mutant),
+    ).collect()
 
 
 class GraphTables:
@@ -195,12 +226,23 @@ class GraphTables:
             yield fp, self.texts[fp], self.outgoing.get(fp, [])
 
 
+def local_processes(edges: int) -> int:
+    """How many processes replay a graph of `edges` edges on this machine without Spark."""
+    return 1 if edges < PARALLEL_EDGES else cores()
+
+
 def replay_locally(
-    graph: Path, spec: str, constants: Mapping[str, Value], mutant: str | None
+    graph: Path, spec: str, constants: Mapping[str, Value], mutant: str | None, processes: int | None = None
 ) -> ReplaySummary:
-    """The same replay in this process, without Spark (a baseline for benchmarks and small graphs)."""
+    """The same replay on this machine without Spark: in this process, or with `processes` (by default
+    `local_processes`) forked processes (conformance/parallel.py)."""
     tables = GraphTables(graph)
-    return _write_results(graph, tables, replay_states(spec, constants, mutant, tables.rows()))
+    rows = list(tables.rows())
+    count = processes or local_processes(sum(len(out) for _, _, out in rows))
+    with _publishing(graph / RESULTS) as target:
+        target.mkdir()
+        replay_in_shares(target, rows, spec, constants, mutant, count)
+    return _summary(graph, tables)
 
 
 def _write_results(graph: Path, tables: GraphTables, results: Iterable[StateResult]) -> ReplaySummary:
@@ -209,6 +251,10 @@ def _write_results(graph: Path, tables: GraphTables, results: Iterable[StateResu
         with pq.ParquetWriter(target / "part-00000.parquet", RESULTS_SCHEMA) as writer:
             for batch in results_batches(results):
                 writer.write_batch(batch)
+    return _summary(graph, tables)
+
+
+def _summary(graph: Path, tables: GraphTables) -> ReplaySummary:
     summary = summarize(graph, tables.texts.get)
     summary.examples = tables.with_paths(summary.examples)
     return summary
@@ -369,22 +415,37 @@ def _write_atomically(path: Path, text: str) -> None:
         scratch.write_text(text)
 
 
-# Below this many edges a replay in this process beats a new Spark session (docs/performance.md, "Where
-# Spark pays off": a new local[2] session costs 14-28 s before its first edge and wins above about 160,000
-# edges on the heaviest model, PME; later on the counter models).
-AUTO_SPARK_EDGES = 160_000
+# Below this many edges the replay without Spark (one process per core) beats a new Spark session on
+# this machine (docs/performance.md, "The standard models, in the mode conform picks": on the counter
+# model, 304,000 edges, two processes replayed in 78 s where a local Spark session warmed behind TLC
+# still took 218 s after it). Above it Spark's worth is memory: the replay without it holds the whole
+# graph in the driver's memory (about 0.5 GB per million edges).
+AUTO_SPARK_EDGES = 1_000_000
+
+
+def _spark_expected(run_dir: Path, master: str | None, local: bool | None) -> bool:
+    """Whether the replay will run on Spark before TLC has said how large the graph is: asked for, or
+    chosen by size and the run directory's earlier graph of this model was large enough."""
+    if local is not None or master is not None:
+        return not local
+    try:
+        earlier = GraphInputs.model_validate_json((run_dir / "inputs.json").read_bytes())
+    except (OSError, ValidationError):
+        return False
+    return earlier.graph.edges >= AUTO_SPARK_EDGES
 
 
 def replay_engine(edges: int, master: str | None, local: bool | None) -> tuple[bool, str]:
-    """(replay in this process?, why): as asked, or, with `local` None and no master, by the graph's size."""
+    """(replay without Spark?, why): as asked, or, with `local` None and no master, by the graph's size."""
+    here = f"without Spark, {local_processes(edges)} process(es)"
     if local:
-        return True, "in this process (asked for)"
+        return True, f"{here} (asked for)"
     if master is not None:
         return False, f"on Spark at {master} (asked for)"
     if local is not None:
         return False, "on Spark (asked for)"
     if edges < AUTO_SPARK_EDGES:
-        return True, f"in this process ({edges:,} edges: below {AUTO_SPARK_EDGES:,}, Spark would not pay off)"
+        return True, f"{here} ({edges:,} edges: below {AUTO_SPARK_EDGES:,}, Spark would not pay off)"
     return False, f"on Spark ({edges:,} edges: at least {AUTO_SPARK_EDGES:,}, where Spark pays off)"
 
 
@@ -421,7 +482,12 @@ def conform(
     elif shutil.which(driver.command[0]) is None:  # nor a driver that cannot start
         raise ToolError("cannot start the driver: no such program", source=driver.command[0])
     run_dir = run_dir or default_run_dir(spec, config)
-    with locked(run_dir, wait=wait):
+    with locked(run_dir, wait=wait), ExitStack() as stack:
+        warmup = None
+        # Not beside a session already running (a test suite's shared one): nothing to hide then.
+        if driver is None and _spark_expected(run_dir, master, local) and not session_running():
+            warmup = SparkWarmup(master, partial(warm_up_replay, spec.stem, model.constants, mutant))
+            stack.callback(warmup.close)
         for stale in (run_dir / "summary.json", run_dir / "mismatches.parquet"):
             stale.unlink(missing_ok=True)
         shutil.rmtree(run_dir / RESULTS, ignore_errors=True)
@@ -459,11 +525,11 @@ def conform(
             phase(f"replaying {graph.edges:,} edges {result.engine}")
             summary = replay_locally(run_dir, spec.stem, model.constants, mutant)
         else:
-            phase(f"starting Spark: replaying {result.engine}")
-            with spark_session(master) as spark:
-                result.master = spark.sparkContext.master
-                phase(f"replaying {graph.edges:,} edges on Spark {result.master}")
-                summary = replay_with_spark(spark, run_dir, spec.stem, model.constants, mutant)
+            phase(f"{'waiting for' if warmup else 'starting'} Spark: replaying {result.engine}")
+            spark = warmup.session() if warmup else stack.enter_context(spark_session(master))
+            result.master = spark.sparkContext.master
+            phase(f"replaying {graph.edges:,} edges on Spark {result.master}")
+            summary = replay_with_spark(spark, run_dir, spec.stem, model.constants, mutant)
         result.replay_seconds = round(time.monotonic() - started, 3)
         if (summary.states, summary.edges) != (graph.states, graph.edges):
             raise TidemarkError(

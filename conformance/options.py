@@ -82,6 +82,9 @@ LIMITS: dict[str, Limit] = {
     "hazelcast-lab --puts": Limit(1, 100, "puts per partition and namespace"),
     "hazelcast-lab --seeds": Limit(1, 1_000, "trials per configuration"),
     "hazelcast-lab --max-rounds": Limit(1, 100_000, "anti-entropy rounds before a trial gives up"),
+    "ncache-lab --keys": Limit(1, 1_000_000, "keys per trial, hashed into NCache's 1000 buckets"),
+    "ncache-lab --zipf": Limit(0, 4, "exponent of the value sizes' Zipf law (0: all equal)"),
+    "ncache-lab --max-size": Limit(1, 1 << 40, "bytes of the largest value"),
     "audit --groups": Limit(1, 1000, "cache groups a generated snapshot has"),
     "audit --copies": Limit(1, 64, "copies of each partition, on as many nodes"),
     "audit --nodes": Limit(1, 1000, "nodes of a generated snapshot"),
@@ -278,7 +281,9 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     _master_argument(conform)
     engine = conform.add_mutually_exclusive_group()
     engine.add_argument(
-        "--local", action="store_true", help="replay in this process (default: by the graph's size)"
+        "--local",
+        action="store_true",
+        help="replay without Spark, one process per core (default: by the graph's size)",
     )
     engine.add_argument("--spark", action="store_true", help="replay on Spark local[*] whatever the size")
     conform.add_argument("--mutant", help="replay against a deliberately broken implementation")
@@ -421,11 +426,30 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     lab.add_argument("--out", type=output_dir, default=Path("reports/hazelcast-lab"), help="plots and tables")
     lab.add_argument("--json", action="store_true", help="print one JSON object")
 
+    ncache = commands.add_parser(
+        "ncache-lab", help="NCache's map by data size beside the hash placements, skewed values (Spark job)"
+    )
+    ncache.add_argument("--keys", type=bounded("ncache-lab --keys"), default=20_000)
+    ncache.add_argument("--zipf", type=bounded("ncache-lab --zipf", float), default=0.6)
+    ncache.add_argument("--max-size", type=bounded("ncache-lab --max-size"), default=1 << 20)
+    ncache.add_argument(
+        "--nodes", type=bounded("distribution --nodes"), nargs="+", default=[4, 8, 16, 32, 64]
+    )
+    ncache.add_argument("--placements", nargs="+", help="e.g. rendezvous ncache-count ncache-bytes")
+    ncache.add_argument("--trials", type=bounded("distribution --trials"), default=10)
+    _seed_argument(ncache, 0, "seed of the keys and topologies")
+    _master_argument(ncache)
+    ncache.add_argument("--out", type=output_dir, default=Path("reports/ncache-lab"), help="plots and tables")
+    ncache.add_argument("--json", action="store_true", help="print one JSON object")
+
     validate = commands.add_parser("validate", help="check implementation traces (ITF JSON lines) with TLC")
-    validate.add_argument("traces", type=Path, metavar="TRACES.jsonl")
+    validate.add_argument("traces", type=Path, metavar="TRACES", help="ITF JSON lines or one FILE.itf.json")
     validate.add_argument("--spec", type=Path, help="the spec (default: spec/NAME.tla, NAME from the traces)")
     validate.add_argument(
         "--config", type=Path, help="TLC model config (default: the traces' #meta.config, else SPEC.cfg)"
+    )
+    validate.add_argument(
+        "--mapping", type=Path, metavar="MAP.json", help="TRACES is an event log mapped by MAP"
     )
     validate.add_argument("--json", action="store_true", help="print one JSON object")
     _tlc_arguments(validate)
@@ -471,7 +495,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "verify", help="the main job: check, conform, validate every standard model, the bug zoo; HTML report"
     )
     _master_argument(verify)
-    verify.add_argument("--local", action="store_true", help="replay in this process, without Spark")
+    verify.add_argument("--local", action="store_true", help="replay without Spark, one process per core")
     verify.add_argument(
         "--traces",
         type=bounded("verify --traces"),

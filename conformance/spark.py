@@ -25,8 +25,8 @@ import sys
 import tempfile
 import threading
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -235,3 +235,48 @@ def shipped_paths(names: tuple[str, ...]) -> tuple[Path, ...]:
     from pyspark import SparkFiles
 
     return tuple(Path(SparkFiles.get(name)) for name in names)
+
+
+def session_running() -> bool:
+    """Whether this thread has an active Spark session (which `spark_session` would reuse)."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() is not None
+
+
+class SparkWarmup:
+    """A Spark session started in a background thread (and warmed by `warm`, a small job of the plan the
+    session will run) while this thread does other work, such as waiting for TLC: the JVM's start,
+    class loading and the Python workers' imports are then paid out of sight.
+
+    `session()` waits for it and gives it (or raises what starting it raised); `close()` stops it. A
+    failed warm-up job is no failure: the real job meets the same problem and reports it.
+    """
+
+    def __init__(self, master: str | None, warm: Callable[[Any], object]) -> None:
+        self._stack = ExitStack()
+        self._session: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._start, args=(master, warm), name="spark-warmup")
+        self._thread.start()
+
+    def _start(self, master: str | None, warm: Callable[[Any], object]) -> None:
+        try:
+            self._session = self._stack.enter_context(spark_session(master))
+        except BaseException as error:  # handed to the thread that asks for the session
+            self._error = error
+            return
+        try:
+            warm(self._session)
+        except Exception as error:
+            logging.getLogger("tidemark").debug("Spark warm-up job failed: %s", error)
+
+    def session(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._session
+
+    def close(self) -> None:
+        self._thread.join()
+        self._stack.close()

@@ -211,6 +211,31 @@ class Config:
         """The partitions `node` holds a copy of (in the initial assignment)."""
         return [p for p, owners in sorted(self.owners.items()) if node in owners]
 
+    def candidates(self, steps: Mapping[str, tuple[str, ...]]) -> list[tuple[Step, str, dict[str, Any]]]:
+        """Every step of `steps` with every combination of its parameters, in order, each with its guard's
+        name and arguments: the same for every state of a cluster, so built once per set of steps."""
+        known = self._candidates.get(id(steps))
+        if known is None:
+            values: dict[str, list[Any]] = {
+                "tx": sorted(self.transactions),
+                "node": list(self.servers),
+                "part": list(range(self.partitions)),
+                "peer": list(self.servers),
+            }
+            known = self._candidates[id(steps)] = [
+                (Step(name, **kwargs), f"_when_{step_method(name)}", kwargs)
+                for name, params in steps.items()
+                for kwargs in (
+                    dict(zip(params, combination, strict=True))
+                    for combination in product(*(values[p] for p in params))
+                )
+            ]
+        return known
+
+    @cached_property
+    def _candidates(self) -> dict[int, list[tuple[Step, str, dict[str, Any]]]]:
+        return {}  # by id of the steps mapping: the STEPS of a cluster class, which lives as long as it
+
     @cached_property
     def conflicts(self) -> Mapping[str, frozenset[str]]:
         """Per transaction, the others writing one of its keys: the only ones whose locks it can wait for
@@ -366,21 +391,11 @@ class Cluster:
 
     def enabled(self) -> list[Step]:
         """Every step possible now, in STEPS order, then by transaction and node."""
-        servers = list(self.config.servers)
-        candidates: dict[str, list[Any]] = {
-            "tx": sorted(self.config.transactions),
-            "node": servers,
-            "part": list(range(self.config.partitions)),
-            "peer": servers,
-        }
-        steps = []
-        for name, params in self.STEPS.items():
-            guard = getattr(self, f"_when_{step_method(name)}")
-            for values in product(*(candidates[p] for p in params)):
-                kwargs = dict(zip(params, values, strict=True))
-                if guard(**kwargs) is not None:
-                    steps.append(Step(name, **kwargs))
-        return steps
+        return [
+            step
+            for step, guard, kwargs in self.config.candidates(self.STEPS)
+            if getattr(self, guard)(**kwargs) is not None
+        ]
 
     def apply(self, step: Step) -> Cluster:
         """Take `step` (see `enabled`); raises StepNotEnabled if it is not possible here."""

@@ -261,15 +261,21 @@ def test_a_state_the_mapping_cannot_concretize_is_one_mismatch_with_its_edges_co
 @pytest.mark.parametrize(
     ("edges", "master", "local", "in_process", "why"),
     [
-        (10, None, None, True, "below 160,000"),
-        (160_000, None, None, False, "at least 160,000"),
+        (10, None, None, True, "below 1,000,000"),
+        (1_000_000, None, None, False, "at least 1,000,000"),
         (10, "local[2]", None, False, "local[2] (asked for)"),
         (10, None, False, False, "Spark (asked for)"),
-        (10**7, "local[2]", True, True, "this process (asked for)"),
+        (10**7, "local[2]", True, True, "without Spark, 2 process(es) (asked for)"),
     ],
 )
 def test_the_replay_engine_is_chosen_by_size_unless_asked(
-    edges: int, master: str | None, local: bool | None, in_process: bool, why: str
+    monkeypatch: pytest.MonkeyPatch,
+    edges: int,
+    master: str | None,
+    local: bool | None,
+    in_process: bool,
+    why: str,
 ) -> None:
+    monkeypatch.setattr("conformance.conform.cores", lambda: 2)
     chosen, reason = replay_engine(edges, master, local)
     assert chosen is in_process and why in reason
