@@ -62,12 +62,11 @@ def test_wheel_holds_every_package_and_the_shipped_files_under_the_projects_name
         names = {name for name in archive.namelist() if ".dist-info/" not in name}
     top_level = {name.split("/")[0] for name in names}
     assert top_level == {"tidemark", conformance.__name__.split(".")[0], impl.__name__.split(".")[0]}
-    # Every package of the checkout, under the name it is imported by.
-    for package in (impl, conformance):
-        folder = Path(str(package.__file__)).resolve().parent
-        prefix = package.__name__.replace(".", "/")
-        data = [*folder.rglob("__init__.py"), *folder.glob("schemas/**/*.json")]
-        for file in data:
+    # Every package of the checkout and every schema, under the name it is imported by.
+    for name, init in ((impl.__name__, impl.__file__), (conformance.__name__, conformance.__file__)):
+        folder = Path(str(init)).resolve().parent
+        prefix = name.replace(".", "/")
+        for file in [*folder.rglob("__init__.py"), *folder.glob("schemas/**/*.json")]:
             assert f"{prefix}/{file.relative_to(folder).as_posix()}" in names
     # The files conformance/resources.py finds in the installed package.
     for repository_folder, shipped in SHIPPED.items():
