@@ -29,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     steps: Counter[str] = Counter()
-    explained = retries = 0
+    explained = retries = deferred = 0
     unexplained: list[str] = []
     started = time.monotonic()
     with HazelcastHarness() as h, args.out.open("w") as out:
@@ -40,12 +40,14 @@ def main() -> None:
             steps.update(w.steps)
             explained += w.explained
             retries += w.retries
+            deferred += w.deferred
             unexplained += [f"walk {w.seed}: {d}" for d in w.unexplained]
     minutes = (time.monotonic() - started) / 60
     rate = args.walks / minutes
     print(f"{args.walks} walks of {args.length} steps in {minutes:.1f} min ({rate:.1f} walks/min)")
     print("steps:", dict(sorted(steps.items())))
     print(f"sync retries on the members: {retries}; differences they explain: {explained}")
+    print(f"rounds that waited for a sync being prepared on the owner: {deferred}")
     print(f"unexplained differences: {len(unexplained)}")
     for d in unexplained:
         print("   ", d)

@@ -412,10 +412,15 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from conformance.traces import read_traces
+    from conformance.traces import read_itf_trace, read_traces
     from conformance.validate import resolve_model, validate_traces
 
-    traces = read_traces(args.traces)
+    if args.mapping is not None:
+        return _validate_log(args)
+    if args.traces.name.endswith(".itf.json"):  # one trace, e.g. Apalache's or Quint's
+        traces = [read_itf_trace(args.traces, args.spec.stem if args.spec else None)]
+    else:
+        traces = read_traces(args.traces)
     spec, config = resolve_model(traces, args.spec, args.config)
     report = validate_traces(traces, spec, config, _tlc_options(args))
     if args.json:
@@ -432,6 +437,37 @@ def cmd_validate(args: argparse.Namespace) -> int:
         )
         for line in rejection.diff:
             out.print(f"    {escape(line)}")
+    for broken in report.broken:
+        out.print(
+            f"  [red]{escape(broken.id)}[/] state {broken.step} breaks {escape(', '.join(broken.invariants))}"
+        )
+    return 0 if report.holds else 1
+
+
+def _validate_log(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
+    from conformance.kit.logs import validate_log
+
+    report = validate_log(args.traces, args.mapping, args.spec, args.config, _tlc_options(args))
+    if args.json:
+        return _emit("validate --mapping", report, 0 if report.holds else 1)
+    style = "green" if report.holds else "red"
+    out.print(
+        f"[bold]{escape(str(args.traces))}[/]:"
+        f" [{style}]{report.explained}/{report.events} events explained[/]"
+        f" by {escape(report.spec)} with {escape(report.config)} (TLC {report.tlc_seconds:.1f} s)"
+    )
+    if (rejection := report.rejection) is not None:
+        out.print(
+            f"  [red]event {rejection.event}[/] (line {rejection.line}, {escape(rejection.kind)}):"
+            f" {escape(rejection.reason)}"
+        )
+        for line in rejection.diff:
+            out.print(f"    {escape(line)}")
+        out.print(
+            f"  {rejection.candidates} spec state(s) consistent with the events before it (--json shows them)"
+        )
     return 0 if report.holds else 1
 
 

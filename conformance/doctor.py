@@ -1,12 +1,13 @@
 """`tidemark doctor`: what this machine has of what tidemark runs on, and what is missing.
 
-Reports Python, Java (17 or newer: TLC, Spark and the Ignite harness run on it), TLC's jar, Spark
-(pyspark), Maven and the real-Ignite harness (built or not, for which Ignite version; whether Maven's
-repository in the project's cache holds Ignite, so a build works offline). `--ignite` also starts a
-one-server cluster and stops it, which shows whether Ignite starts here at all (ports, memory).
+Reports Python, Java (17 or newer: TLC, Spark and the real-system harnesses run on it), TLC's jar, Spark
+(pyspark), Maven and the real-Ignite and real-Hazelcast harnesses (built or not, for which version; whether
+Maven's repository in the project's cache holds the system, so a build works offline). `--ignite` also
+starts a one-server Ignite cluster and stops it, `--hazelcast` one Hazelcast member: whether the system
+starts here at all (ports, memory).
 
 Exit code 0 when everything tidemark's main job needs is there (Python, Java, TLC's jar, Spark), 3 when
-not; Maven and the harness are needed only for the real-Ignite commands, and reported as warnings.
+not; Maven and the harnesses are needed only for the real-system commands, and reported as warnings.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -77,63 +79,99 @@ def check_spark() -> Finding:
 
 def check_maven() -> Finding:
     if shutil.which("mvn") is None:
-        needed = "not on PATH: needed to build the Ignite harness (apt-get install maven)"
+        needed = "not on PATH: needed to build the real-system harnesses (apt-get install maven)"
         return Finding("maven", False, needed, required=False)
     first = _run(["mvn", "-B", "-v"]).splitlines()  # -B: no colours
     return Finding("maven", True, first[0] if first else "mvn -v printed nothing", required=False)
 
 
-def check_harness(version: str) -> Finding:
-    from conformance.systems.ignite import MODULE, ROOT
+@dataclass(frozen=True)
+class Harness:
+    """A real-system harness as doctor sees it: its Maven module, where Maven's repository keeps the system's
+    core jar (group path, artifact), and how to start the smallest cluster of it."""
 
-    target = MODULE / "target" / version
+    system: str  # "ignite", "hazelcast"
+    group: tuple[str, ...]
+    artifact: str
+
+    def module(self) -> Path:
+        from conformance.systems.ignite import ROOT
+
+        return ROOT / "systems" / self.system
+
+    def start(self, version: str) -> str:
+        """Start the smallest cluster and stop it (the harness JVM and its directory go with it); the
+        system's version as the harness reports it."""
+        if self.system == "ignite":
+            from conformance.systems.ignite import IgniteHarness
+
+            with IgniteHarness(version) as ignite:
+                ignite.start(1, partitions=1, backups=0)
+                return str(ignite.info.get("ignite"))
+        from conformance.systems.hazelcast import HazelcastHarness
+
+        with HazelcastHarness(version) as hazelcast:
+            hazelcast.start(("m1",), partitions=1)
+            return str(hazelcast.info.get("hazelcast"))
+
+
+IGNITE = Harness("ignite", ("org", "apache", "ignite"), "ignite-core")
+HAZELCAST = Harness("hazelcast", ("com", "hazelcast"), "hazelcast")
+
+
+def check_harness(harness: Harness, version: str) -> Finding:
+    from conformance.systems.ignite import ROOT
+
+    module = harness.module()
+    target = module / "target" / version
     jar = target / "harness.jar"
-    cached = ROOT / ".cache" / "m2" / "org" / "apache" / "ignite" / "ignite-core" / version
+    cached = ROOT / ".cache" / "m2" / Path(*harness.group) / harness.artifact / version
     offline = (
         "its dependencies are in .cache/m2 (builds offline)"
         if cached.is_dir()
-        else ("Maven downloads Ignite at the first build")
+        else (f"Maven downloads {harness.system.capitalize()} at the first build")
     )
-    if not jar.is_file() or not (target / "lib" / f"ignite-core-{version}.jar").is_file():
-        return Finding(
-            f"ignite harness {version}", False, f"not built ({offline}); make test builds it", required=False
-        )
-    sources = [MODULE / "pom.xml", *(MODULE / "src").rglob("*.java")]
+    name = f"{harness.system} harness {version}"
+    if not jar.is_file() or not (target / "lib" / f"{harness.artifact}-{version}.jar").is_file():
+        return Finding(name, False, f"not built ({offline}); make test builds it", required=False)
+    sources = [module / "pom.xml", *(module / "src").rglob("*.java")]
     stale = max(p.stat().st_mtime for p in sources) > jar.stat().st_mtime
     state = "built, older than its sources (rebuilt on next use)" if stale else "built"
-    return Finding(f"ignite harness {version}", True, f"{state}: {jar}; {offline}", required=False)
+    return Finding(name, True, f"{state}: {jar}; {offline}", required=False)
 
 
-def check_cluster(version: str) -> Finding:
-    """Start a one-server cluster and stop it (the harness JVM and its directory go with it)."""
-    from conformance.systems.ignite import IgniteHarness
-
+def check_cluster(harness: Harness, version: str) -> Finding:
+    """Start the smallest cluster and stop it: whether the system starts here at all (ports, memory)."""
     started = time.monotonic()
+    what = "a server" if harness is IGNITE else "a member"
     try:
-        with IgniteHarness(version) as harness:
-            harness.start(1, partitions=1, backups=0)
-            ignite = harness.info.get("ignite")
+        reported = harness.start(version)
     except TidemarkError as error:
-        return Finding("ignite cluster", False, error.describe(), required=False)
+        return Finding(f"{harness.system} cluster", False, error.describe(), required=False)
+    seconds = time.monotonic() - started
     return Finding(
-        "ignite cluster",
+        f"{harness.system} cluster",
         True,
-        f"Ignite {ignite}: a server started and stopped in {time.monotonic() - started:.1f} s",
+        f"{harness.system.capitalize()} {reported}: {what} started and stopped in {seconds:.1f} s",
         required=False,
     )
 
 
-def findings(version: str, start: bool) -> list[Finding]:
+def findings(versions: dict[Harness, str], start: frozenset[Harness] = frozenset()) -> list[Finding]:
+    """Every component; for each harness (with the version asked for) whether it is built, and for those in
+    `start` whether its cluster starts."""
     python = sys.version.split()[0]
     found = [Finding("python", sys.version_info >= (3, 11), f"{python} ({sys.executable})")]
-    found += [check_java(), check_tlc(), check_spark(), check_maven(), check_harness(version)]
-    if start:
-        found.append(check_cluster(version))
+    found += [check_java(), check_tlc(), check_spark(), check_maven()]
+    found += [check_harness(h, v) for h, v in versions.items()]
+    found += [check_cluster(h, v) for h, v in versions.items() if h in start]
     return found
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    found = findings(args.ignite_version, args.ignite)
+    versions = {IGNITE: args.ignite_version, HAZELCAST: args.hazelcast_version}
+    start = frozenset(h for h, asked in ((IGNITE, args.ignite), (HAZELCAST, args.hazelcast)) if asked)
+    found = findings(versions, start)
     healthy = all(f.ok for f in found if f.required)
     code = 0 if healthy else 3  # something required is missing: the environment's fault
     if args.json:

@@ -34,8 +34,15 @@ class ReplicaOnItself(NCacheCluster):
 class LeaveKeepsTransfers(NCacheCluster):
     """4. A leave does not revert the buckets in transfer to the leaver."""
 
-    def _reverts(self, bucket: int, leaver: str) -> bool:
+    def _reverts(self, bucket: int, leavers: frozenset[str]) -> bool:
         return False
+
+
+class RejoinWithoutPull(NCacheCluster):
+    """5. A member back from maintenance does not pull its partition from its replica."""
+
+    def _pulled(self, node: str) -> dict[int, int]:
+        return {}
 
 
 # The bug zoo's implementation mutants, by the zoo entry's name.
@@ -44,4 +51,5 @@ NCACHE_MUTANTS: dict[str, type[NCacheCluster]] = {
     "map-not-consulted-in-transfer": MapNotConsulted,
     "replica-on-itself": ReplicaOnItself,
     "leave-keeps-transfers": LeaveKeepsTransfers,
+    "rejoin-without-pull": RejoinWithoutPull,
 }

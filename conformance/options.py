@@ -422,10 +422,13 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     lab.add_argument("--json", action="store_true", help="print one JSON object")
 
     validate = commands.add_parser("validate", help="check implementation traces (ITF JSON lines) with TLC")
-    validate.add_argument("traces", type=Path, metavar="TRACES.jsonl")
+    validate.add_argument("traces", type=Path, metavar="TRACES", help="ITF JSON lines or one FILE.itf.json")
     validate.add_argument("--spec", type=Path, help="the spec (default: spec/NAME.tla, NAME from the traces)")
     validate.add_argument(
         "--config", type=Path, help="TLC model config (default: the traces' #meta.config, else SPEC.cfg)"
+    )
+    validate.add_argument(
+        "--mapping", type=Path, metavar="MAP.json", help="TRACES is an event log mapped by MAP"
     )
     validate.add_argument("--json", action="store_true", help="print one JSON object")
     _tlc_arguments(validate)
@@ -455,10 +458,14 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     _junit_argument(scenario)
 
     doctor = commands.add_parser(
-        "doctor", help="check Java, TLC's jar, Spark, Maven and the Ignite harness on this machine"
+        "doctor", help="check Java, TLC's jar, Spark, Maven and the Ignite and Hazelcast harnesses here"
     )
-    doctor.add_argument("--ignite", action="store_true", help="also start and stop a one-server cluster")
+    doctor.add_argument("--ignite", action="store_true", help="also start and stop one Ignite server")
     doctor.add_argument("--ignite-version", default="2.18.0", help="the harness's Ignite (default 2.18.0)")
+    doctor.add_argument("--hazelcast", action="store_true", help="also start and stop one Hazelcast member")
+    doctor.add_argument(
+        "--hazelcast-version", default="5.7.0", help="the harness's Hazelcast (default 5.7.0)"
+    )
     doctor.add_argument("--json", action="store_true", help="print one JSON object")
 
     _audit_parser(commands)

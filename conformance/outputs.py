@@ -76,6 +76,7 @@ OUTPUTS: dict[str, Output] = {
     "distribution": Output("conformance.distribution:DistributionReport", frozenset({"trials"})),
     "hazelcast-lab": Output("conformance.hazelcast_lab:LabReport", frozenset({"trials"})),
     "validate": Output("conformance.validate:ValidationReport"),
+    "validate --mapping": Output("conformance.kit.logs:LogReport"),
     "scenario": Output(
         "conformance.scenarios.result:ScenarioResult",
         frozenset({"timeline", "description"}),

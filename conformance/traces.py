@@ -187,6 +187,33 @@ def read_traces(path: Path) -> list[Trace]:
     return traces
 
 
+def read_itf_trace(path: Path, spec: str | None = None) -> Trace:
+    """One ITF trace in a file of its own, as Apalache (``--out-itf``) and Quint (``--out-itf``) write it
+    and tidemark writes counterexamples: read through itf-py. Its spec is `spec`, else its ``#meta.spec``,
+    else the module its ``#meta.source`` names (Apalache: ``UpdateCounter.tla``)."""
+    from conformance.counterexample import read_itf  # pyarrow and the rest only when needed
+
+    itf = read_itf(path)
+    source = str(itf.meta.get("source", ""))
+    named = Path(str(itf.meta.get("spec", ""))).stem  # tidemark writes the spec's path
+    name = spec or named or (Path(source).stem if source.endswith(".tla") else "")
+    if not name:
+        raise TidemarkError(
+            "the trace does not say which spec it follows",
+            source=str(path),
+            location="#meta",
+            expected="--spec SPEC.tla, or #meta.spec or a .tla #meta.source",
+        )
+    config = itf.meta.get("config")
+    return Trace(
+        id=path.name.removesuffix(".itf.json"),
+        spec=name,
+        states=tuple(itf.values()),
+        config=str(config) if config is not None else None,
+        source=str(path),
+    )
+
+
 def trace_to_itf(trace: Trace) -> dict[str, JSON]:
     """The ITF object of one trace (the inverse of parse_trace_line)."""
     meta: dict[str, JSON] = {"format": "ITF", "id": trace.id, "spec": trace.spec}

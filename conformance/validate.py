@@ -28,8 +28,10 @@ at step k that no step of the spec leads from state k-1 to state k. Init and Nex
 INIT and NEXT, else the spec's `Init` and `Next` (a SPECIFICATION formula is not taken apart).
 
 Not covered: variables declared in modules the spec INSTANCEs (only VARIABLES of the spec and the
-modules it EXTENDS from its own directory are read); the model's invariants and state constraints
-are not checked on traces (a behavior beyond the model's constraints is still a behavior of the spec).
+modules it EXTENDS from its own directory are read); the model's state constraints (a behavior
+beyond them is still a behavior of the spec). The model's INVARIANTS are checked on every state of
+every trace, accepted or not: the same run starts from each distinct state once more (as `tmTrace` 0,
+which takes no step) and records the invariants it breaks; a trace is reported at its first such state.
 A trace value of another type than the spec's (a string where it has an integer) makes TLC stop with an
 evaluation error, reported as an error of the whole run; integers beyond TLC's 32 bits are refused before
 TLC runs, naming the trace, state and variable.
@@ -74,7 +76,7 @@ BATCH_SIZE = 500
 
 # The generated modules' own variables; the names avoid the spec's (TLC reports a clash as a parse error).
 TRACE, CURSOR = "tmTrace", "tmCursor"
-CASE, STEP = "tmCase", "tmStep"
+CASE, STEP, BROKEN = "tmCase", "tmStep", "tmBroken"
 
 
 class Rejection(BaseModel):
@@ -87,18 +89,27 @@ class Rejection(BaseModel):
     )
 
 
+class Broken(BaseModel):
+    id: str
+    step: int = Field(description="index in states of the first state that breaks an invariant")
+    invariants: list[str] = Field(description="the model's invariants that state breaks")
+
+
 class ValidationReport(BaseModel):
     spec: str
     config: str
     traces: int
     accepted: int
     rejected: list[Rejection] = Field(default_factory=list)
+    broken: list[Broken] = Field(
+        default_factory=list, description="traces with a state that breaks one of the model's INVARIANTS"
+    )
     tlc_seconds: float = 0.0
     tlc_runs: int = 0
 
     @property
     def holds(self) -> bool:
-        return not self.rejected
+        return not self.rejected and not self.broken
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -259,7 +270,8 @@ class _Definitions:
             self.lines.append(f"{name} == {text}")
         return name
 
-    def _value(self, value: Value) -> str:
+    def value(self, value: Value) -> str:
+        """The name of a definition of `value`."""
         text = format_value(value)
         if text not in self._names:
             self.model_values |= _model_values([value])
@@ -267,11 +279,11 @@ class _Definitions:
 
     def state(self, state: State) -> str:
         """The name of a definition of `state` as a record of the variables."""
-        fields = ", ".join(f"{v} |-> {self._value(state[v])}" for v in self.variables)
+        fields = ", ".join(f"{v} |-> {self.value(state[v])}" for v in self.variables)
         return self._define("TmS", f"[{fields}]")
 
 
-def _module(model: _Model, name: str, own: tuple[str, str], definitions: _Definitions, body: str) -> str:
+def _module(model: _Model, name: str, own: tuple[str, ...], definitions: _Definitions, body: str) -> str:
     """A module extending the spec with variables `own`, the definitions (states) and `body`."""
     model_values = sorted(definitions.model_values)
     is_state = " /\\ ".join(f"{v} = s.{v}" for v in model.variables)
@@ -361,29 +373,55 @@ def _batches(items: Sequence[Trace], size: int) -> Iterator[Sequence[Trace]]:
 # Following the traces.
 
 
-def _follow(model: _Model, traces: Sequence[Trace]) -> tuple[list[int], float]:
-    """How many states of each trace TLC matched (0: not even the initial one)."""
+def _follow(model: _Model, traces: Sequence[Trace]) -> tuple[list[int], list[Broken], float]:
+    """How many states of each trace TLC matched (0: not even the initial one), and the first state of
+    each trace that breaks one of the model's invariants. Each distinct state of the traces is also an
+    initial state of trace 0, which takes no step: there TLC evaluates the invariants."""
     name = f"{model.spec.stem}_TidemarkTraces"
     definitions = _Definitions(model.variables)
-    sequences = [_sequence(definitions.state(s) for s in trace.states) for trace in traces]
-    body = f"""TmTraces == {_sequence(sequences)}
-TmInit == /\\ {TRACE} \\in 1..Len(TmTraces)
-          /\\ {CURSOR} = 1
-          /\\ {model.init}
-          /\\ TmIs(TmTraces[{TRACE}][1])
-TmNext == /\\ {CURSOR} < Len(TmTraces[{TRACE}])
+    invariants = model.config.invariants
+    names = [[definitions.state(s) for s in trace.states] for trace in traces]
+    states = list(dict.fromkeys(name for trace in names for name in trace))
+    holds = "CASE " + " [] ".join(f'n = "{i}" -> {i}' for i in invariants) if invariants else "TRUE"
+    body = f"""TmTraces == {_sequence(_sequence(trace) for trace in names)}
+TmStates == {_sequence(states)}
+TmHolds(n) == {holds}
+TmInvariants == {{{", ".join(json.dumps(i) for i in invariants)}}}
+TmInit == \\/ /\\ {TRACE} \\in 1..Len(TmTraces)
+             /\\ {CURSOR} = 1
+             /\\ {model.init}
+             /\\ TmIs(TmTraces[{TRACE}][1])
+             /\\ {BROKEN} = {{}}
+          \\/ /\\ {TRACE} = 0
+             /\\ {CURSOR} \\in 1..Len(TmStates)
+             /\\ TmIs(TmStates[{CURSOR}])
+             /\\ {BROKEN} = {{n \\in TmInvariants : ~TmHolds(n)}}
+TmNext == /\\ {TRACE} > 0
+          /\\ {CURSOR} < Len(TmTraces[{TRACE}])
           /\\ ({model.next} \\/ UNCHANGED TmVars)
           /\\ TmBecomes(TmTraces[{TRACE}][{CURSOR} + 1])
           /\\ {CURSOR}' = {CURSOR} + 1
-          /\\ {TRACE}' = {TRACE}"""
-    module = _module(model, name, (TRACE, CURSOR), definitions, body)
+          /\\ {TRACE}' = {TRACE}
+          /\\ {BROKEN}' = {{}}"""
+    module = _module(model, name, (TRACE, CURSOR, BROKEN), definitions, body)
     reached, seconds = _run(model, module, _config(model, definitions), name)
     matched = [0] * len(traces)
+    breaks: dict[str, list[str]] = {}
     for state in reached:
         index, cursor = state[TRACE], state[CURSOR]
         assert isinstance(index, int) and isinstance(cursor, int)
-        matched[index - 1] = max(matched[index - 1], cursor)
-    return matched, seconds
+        if index == 0:
+            broken = state_from_itf({BROKEN: state[BROKEN]})[BROKEN]
+            assert isinstance(broken, frozenset)
+            breaks[states[cursor - 1]] = sorted(map(str, broken))
+        else:
+            matched[index - 1] = max(matched[index - 1], cursor)
+    found = []
+    for trace, trace_names in zip(traces, names, strict=True):
+        step = next((i for i, name in enumerate(trace_names) if breaks.get(name)), None)
+        if step is not None:
+            found.append(Broken(id=trace.id, step=step, invariants=breaks[trace_names[step]]))
+    return matched, found, seconds
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -506,7 +544,8 @@ def validate_traces(
     _check_integers(traces)
     report = ValidationReport(spec=str(spec), config=str(config), traces=len(traces), accepted=0)
     for batch in _batches(traces, batch_size):
-        matched, seconds = _follow(model, batch)
+        matched, broken, seconds = _follow(model, batch)
+        report.broken += broken
         report.tlc_seconds += seconds
         report.tlc_runs += 1
         failures = [(t, n) for t, n in zip(batch, matched, strict=True) if n < len(t.states)]

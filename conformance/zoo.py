@@ -57,6 +57,7 @@ OUTAGE = resource("tests/models/PME-outage.cfg")  # both servers fail, restart a
 NC_SPEC = resource("spec/NCachePartitionReplica.tla")
 NC_ZOO_SPEC = resource("spec/NCacheZoo.tla")
 NC_STANDARD = resource("spec/NCachePartitionReplica.cfg")  # 3 nodes, 3 buckets, sync, 3 writes, one leave
+NC_MAINTENANCE = resource("spec/NCachePartitionReplica-maintenance.cfg")  # with a stop for maintenance
 DEFAULT_WORK_DIR = Path("runs/zoo")
 
 # Each protocol's implementation mutants, by its spec module's name.
@@ -260,6 +261,14 @@ ZOO: tuple[ZooEntry, ...] = (
                 "Reverts <- NeverReverts",
             ),
         )
+    ),
+    ZooEntry(
+        "rejoin-without-pull",
+        "A member back from maintenance serves its buckets without pulling them from its replica",
+        "Pulled <- NothingPulled",
+        NC_MAINTENANCE,
+        NC_SPEC,
+        NC_ZOO_SPEC,
     ),
 )
 

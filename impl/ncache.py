@@ -3,14 +3,17 @@
 The key space is cut into 1000 buckets (`bucket_of`: the 32-bit hash split into ranges). The coordinator,
 the oldest member, keeps the distribution map: per bucket its permanent owner, its temporary owner (the
 member it is being moved to) and its status. Every member's partition has one replica, on the member that
-joined after it (the last member's on the first). Steps carry the spec's action names: `join`
-(Join), `start_transfer` / `end_transfer` (StartTransfer / EndTransfer: one bucket pulled, operations on it
-logged on the old owner and replayed before the switch), `leave` (Leave: graceful or abrupt; transfers to
-the leaver revert, its buckets are orphaned and served by its replica), `pull_orphan` (PullOrphan),
-`write` (Write: replicated synchronously or queued), `replication_failure` (ReplicationFailure: a
-synchronous write undone on both), `replicate` (Replicate: the head of an owner's queue), `split`,
-`loser_write` and `merge` (Split, LoserWrite, Merge: a split-brain that cuts one member off, writes the
-loser acknowledges, and the merge that discards them) and `done`.
+joined after it (the last member's on the first). Steps carry the spec's action names: `join` (Join),
+`start_transfer` / `end_transfer` (StartTransfer / EndTransfer: one bucket pulled, operations on it logged
+on the old owner and replayed before the switch), `leave` (Leave: graceful or abrupt; transfers to the
+leaver revert, its buckets are orphaned and served by its replica), `pull_orphan` (PullOrphan), `write`
+(Write: replicated synchronously or queued), `replication_failure` (ReplicationFailure: a synchronous
+write undone on both), `replicate` (Replicate: the head of an owner's queue), `split`, `loser_write` and
+`merge` (Split, LoserWrite, Merge: a split-brain that cuts members off, writes the loser side
+acknowledges, and the merge that discards them; the losers may join again), `stop_for_maintenance`
+(StopForMaintenance: a member stopped, its buckets served from its replica) with its three exits
+`maintenance_rejoin`, `maintenance_timeout` and `maintenance_failure` (MaintenanceRejoin,
+MaintenanceTimeout, MaintenanceFailure) and `done`.
 
 Every step returns a new cluster; a step that is not enabled raises StepNotEnabled. Nothing here does I/O.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import combinations
 from typing import TypeVar
 
 BUCKETS = 1000  # NCache's bucket count
@@ -74,6 +78,7 @@ class Step:
     value: int | None = None
     bucket: int | None = None
     graceful: bool | None = None
+    nodes: frozenset[str] | None = None
 
 
 def _copy_bucket(dst: Store, src: Store, bucket: int, config: NCacheConfig) -> dict[int, int]:
@@ -100,8 +105,10 @@ class NCacheCluster:
     active: Mapping[str, Store]
     replica: Mapping[str, Store]
     queue: Mapping[str, tuple[tuple[int, int], ...]]  # per member: (key, value) waiting for replication
-    cut: str | None = None  # the member a split-brain cut off (the loser, serving alone)
-    cut_store: Store = field(default_factory=dict)  # what the cut-off member holds and writes meanwhile
+    cut: frozenset[str] = frozenset()  # the members a split-brain cut off (the loser side)
+    cut_store: Store = field(default_factory=dict)  # what the loser side serves and writes meanwhile
+    rejoining: frozenset[str] = frozenset()  # losers of a merged split, restarted: they may join again
+    maint: str | None = None  # the member stopped for maintenance
 
     @classmethod
     def initial(cls, config: NCacheConfig) -> NCacheCluster:
@@ -148,15 +155,29 @@ class NCacheCluster:
         """The member whose partition `holder` keeps as replica."""
         return next((x for x in members if self._replica_holder(x, members) == holder), None)
 
+    def up_holder(self, node: str) -> str | None:
+        """node's replica holder while it is up (none while it is stopped for maintenance)."""
+        holder = self.replica_holder(node)
+        return None if holder == self.maint else holder
+
+    def serving(self, bucket: int) -> str | None:
+        """The member whose replica store serves the bucket: the replica of a departed owner until pulled,
+        the replica of an owner stopped for maintenance until it comes back; else none."""
+        if self.orphan[bucket] is not None:
+            return self.orphan[bucket]
+        if self.owner[bucket] == self.maint:
+            return self.replica_holder(self.maint)
+        return None
+
     def _route(self, bucket: int) -> str:
-        """Who serves the bucket: the replica of its departed owner until pulled, else the permanent owner
-        (also while the bucket is in transfer: the new owner answers only once it owns it)."""
-        return self.orphan[bucket] or self.owner[bucket]
+        """Who serves the bucket: the replica serving it, else the permanent owner (also while the bucket
+        is in transfer: the new owner answers only once it owns it)."""
+        return self.serving(bucket) or self.owner[bucket]
 
     def store_of(self, bucket: int) -> Store:
         """The store the bucket's keys are served from."""
-        orphan = self.orphan[bucket]
-        return self.replica[orphan] if orphan else self.active[self.owner[bucket]]
+        serving = self.serving(bucket)
+        return self.replica[serving] if serving else self.active[self.owner[bucket]]
 
     def weight(self, bucket: int) -> int:
         """A bucket's weight for the join's choice: the entries its owner holds (NCache: their bytes)."""
@@ -175,9 +196,9 @@ class NCacheCluster:
             return {b: members[0] for b in orphaned}
         return {b: below[i % len(below)] for i, b in enumerate(sorted(orphaned))}
 
-    def _reverts(self, bucket: int, leaver: str) -> bool:
-        """Whether a leave reverts this bucket's transfer: it was moving to the leaver."""
-        return self.temp[bucket] == leaver
+    def _reverts(self, bucket: int, leavers: frozenset[str]) -> bool:
+        """Whether a leave reverts this bucket's transfer: it was moving to a leaver."""
+        return self.temp[bucket] in leavers
 
     def _replayed(self, bucket: int) -> frozenset[int]:
         """The logged keys replayed on the new owner before the switch: all of them."""
@@ -226,11 +247,8 @@ class NCacheCluster:
 
     def can_fail_replication(self, key: int) -> bool:
         bucket = self.config.bucket(key)
-        return (
-            self.config.sync
-            and self.orphan[bucket] is None
-            and self.replica_holder(self.owner[bucket]) is not None
-        )
+        served_by_owner = self.serving(bucket) is None
+        return self.config.sync and served_by_owner and self.up_holder(self.owner[bucket]) is not None
 
     # --- client writes and replication -----------------------------------------------------------------
 
@@ -240,11 +258,11 @@ class NCacheCluster:
         bucket = self.config.bucket(key)
         served = self._route(bucket)
         active, replica, queue = dict(self.active), dict(self.replica), dict(self.queue)
-        if self.orphan[bucket] is not None:
+        if self.serving(bucket) is not None:
             replica[served] = {**replica[served], key: value}
         else:
             active[served] = {**active[served], key: value}
-            holder = self.replica_holder(served)
+            holder = self.up_holder(served)
             if holder is not None and self.config.sync:
                 replica[holder] = {**replica[holder], key: value}
             elif holder is not None:
@@ -262,11 +280,12 @@ class NCacheCluster:
 
     def replicate(self, node: str) -> NCacheCluster:
         """The head of node's queue goes to its replica holder; dropped if node no longer owns the bucket
-        (it moved with its data and its new replica was pulled)."""
+        (it moved with its data and its new replica was pulled) or the holder is stopped for maintenance
+        (it pulls the whole partition when it comes back)."""
         self._require(node in self.members and bool(self.queue[node]), f"Replicate({node})")
         (key, value), rest = self.queue[node][0], self.queue[node][1:]
         bucket = self.config.bucket(key)
-        holder = self.replica_holder(node)
+        holder = self.up_holder(node)
         replica = dict(self.replica)
         if holder is not None and self.owner[bucket] == node and self.orphan[bucket] is None:
             replica[holder] = {**replica[holder], key: value}
@@ -277,14 +296,23 @@ class NCacheCluster:
     def join(self, node: str) -> NCacheCluster:
         """The next node joins when every bucket is functional: the buckets each member holds beyond the
         new share get it as temporary owner; replicas are re-pulled along the new chain."""
-        self._require(node == self.next_node and self.quiet_map, f"Join({node})")
+        joiner = node == self.next_node or node in self.rejoining
+        self._require(joiner and self.quiet_map and self.maint is None, f"Join({node})")
         members = (*self.members, node)
         share = self.config.bucket_count // len(members)
         moving = {b for x in self.members for b in self.gives(x, share)}
         temp = tuple(node if b in moving else None for b in self.buckets)
         status = tuple(NEED_TRANSFER if b in moving else FUNCTIONAL for b in self.buckets)
         replica = self._rebuilt(members, self.owner, self.orphan, self.replica)
-        return replace(self, members=members, temp=temp, status=status, replica=replica)
+        return replace(
+            self,
+            members=members,
+            left=self.left - {node},
+            rejoining=self.rejoining - {node},
+            temp=temp,
+            status=status,
+            replica=replica,
+        )
 
     @property
     def quiet_map(self) -> bool:
@@ -358,14 +386,13 @@ class NCacheCluster:
 
     def leave(self, node: str, graceful: bool) -> NCacheCluster:
         """node leaves (graceful: its queue is flushed first; abrupt: the queue is lost)."""
-        self._require(node in self.members and len(self.members) > 1, f"Leave({node})")
-        return self._depart(node, graceful)
+        ok = node in self.members and len(self.members) > 1 and self.maint is None
+        self._require(ok, f"Leave({node})")
+        return self._depart(frozenset({node}), graceful)
 
-    def _depart(self, node: str, graceful: bool) -> NCacheCluster:
-        """The cluster without node: transfers to it revert; its buckets are orphaned - served from its
-        replica holder (those already served from its own replica store are lost) - and handed to the
-        members below the share."""
-        members = tuple(x for x in self.members if x != node)
+    def _flushed(self, node: str, graceful: bool) -> dict[int, int]:
+        """What node's replica holder keeps when node departs: gracefully, node's queue is flushed to it
+        first (the keys node still owns); abruptly, the queue is lost."""
         holder = self.replica_holder(node)
         assert holder is not None
         flushed = dict(self.replica[holder])
@@ -373,58 +400,142 @@ class NCacheCluster:
             for key, value in self.queue[node]:
                 if self.owner[self.config.bucket(key)] == node:
                     flushed[key] = value
-        orphaned = self.owned(node)
+        return flushed
+
+    def _depart(self, leavers: frozenset[str], graceful: bool) -> NCacheCluster:
+        """The cluster without the leavers: transfers to them revert; their buckets are orphaned - served
+        from the owner's replica holder unless it departs too (then, like those already served from a
+        leaver's replica store, they are lost) - and handed to the members below the share."""
+        members = tuple(x for x in self.members if x not in leavers)
+        holders = {x: self.replica_holder(x) for x in leavers}
+        kept = dict(self.replica)
+        for x, h in holders.items():
+            if h is not None and h not in leavers:
+                kept[h] = self._flushed(x, graceful)
+        orphaned = [b for b, o in enumerate(self.owner) if o in leavers]
         to = self.reassigned(orphaned, members, self.config.bucket_count // len(members))
         owner = tuple(to.get(b, o) for b, o in enumerate(self.owner))
-        orphan = tuple(
-            None if o == node else holder if b in to and o is None else o for b, o in enumerate(self.orphan)
-        )
-        cleared = {b for b in self.buckets if b in to or self._reverts(b, node)}
+
+        def orphan_of(b: int, o: str | None) -> str | None:
+            if o in leavers:
+                return None
+            if b in to and o is None:
+                holder = holders[self.owner[b]]
+                return None if holder in leavers else holder
+            return o
+
+        orphan = tuple(orphan_of(b, o) for b, o in enumerate(self.orphan))
+        cleared = {b for b in self.buckets if b in to or self._reverts(b, leavers)}
         status = tuple(
             NEED_TRANSFER
             if orphan[b] is not None
             else FUNCTIONAL
-            if b in cleared or self.orphan[b] == node
+            if b in cleared or self.orphan[b] in leavers
             else s
             for b, s in enumerate(self.status)
         )
         return replace(
             self,
             members=members,
-            left=self.left | {node},
+            left=self.left | leavers,
             owner=owner,
             orphan=orphan,
             temp=tuple(None if b in cleared else t for b, t in enumerate(self.temp)),
             status=status,
             logged=tuple(frozenset() if b in cleared else g for b, g in enumerate(self.logged)),
-            active={**self.active, node: {}},
-            replica=self._rebuilt(members, owner, orphan, {**self.replica, holder: flushed}),
-            queue={**self.queue, node: ()},
+            active={**self.active, **{x: {} for x in leavers}},
+            replica=self._rebuilt(members, owner, orphan, kept),
+            queue={**self.queue, **{x: () for x in leavers}},
         )
 
     # --- split-brain -------------------------------------------------------------------------------------
 
-    def loses(self, node: str) -> bool:
-        """Whether a split cutting node off leaves it the loser: the rest is larger, or on a tie the rest's
-        coordinator has the lower address (the oldest member is the lowest here)."""
-        return len(self.members) > 2 or node != self.members[0]
+    def loses(self, nodes: frozenset[str]) -> bool:
+        """Whether a split cutting `nodes` off leaves them the loser: the rest is larger, or on a tie the
+        rest's coordinator has the lower address (the oldest member is the lowest here)."""
+        rest = len(self.members) - len(nodes)
+        return len(nodes) < rest or (len(nodes) == rest and self.members[0] not in nodes)
 
-    def split(self, node: str) -> NCacheCluster:
-        """The network cuts node off: the rest goes on as if it had left abruptly; node goes on serving
-        the clients connected to it from what it holds."""
-        ok = self.cut is None and node in self.members and len(self.members) > 1 and self.loses(node)
-        self._require(ok, f"Split({node})")
-        return replace(self._depart(node, graceful=False), cut=node, cut_store=self.active[node])
+    def split(self, nodes: frozenset[str]) -> NCacheCluster:
+        """The network cuts `nodes` off: the rest goes on as if they had left abruptly; they go on serving
+        the clients connected to them from what they owned."""
+        ok = not self.cut and self.maint is None and bool(nodes) and nodes <= set(self.members)
+        self._require(ok and self.loses(nodes), f"Split({sorted(nodes)})")
+        bucket = self.config.bucket
+        held = {k: v for x in nodes for k, v in self.active[x].items() if self.owner[bucket(k)] == x}
+        return replace(self._depart(nodes, graceful=False), cut=nodes, cut_store=held)
 
     def loser_write(self, key: int, value: int) -> NCacheCluster:
-        """A client connected to the cut-off member writes there (and is acknowledged)."""
-        self._require(self.cut is not None, "LoserWrite")
+        """A client connected to the loser side writes there (and is acknowledged)."""
+        self._require(bool(self.cut), "LoserWrite")
         return replace(self, cut_store={**self.cut_store, key: value})
 
     def merge(self) -> NCacheCluster:
-        """Connectivity returns: the loser restarts to rejoin the winner; its data is discarded."""
-        self._require(self.cut is not None, "Merge")
-        return replace(self, cut=None, cut_store={})
+        """Connectivity returns: the losers restart, their data discarded; they may join again."""
+        self._require(bool(self.cut), "Merge")
+        return replace(self, cut=frozenset(), cut_store={}, rejoining=self.rejoining | self.cut)
+
+    # --- maintenance mode --------------------------------------------------------------------------------
+
+    def can_stop_for_maintenance(self, node: str) -> bool:
+        return (
+            self.maint is None
+            and not self.cut
+            and node in self.members
+            and len(self.members) > 1
+            and self.quiet_map
+        )
+
+    def stop_for_maintenance(self, node: str) -> NCacheCluster:
+        """node is stopped for maintenance (gracefully: its queue flushed to its replica holder first); its
+        in-memory stores are gone, its buckets stay in the map, served from its replica; state transfer,
+        joins, leaves and splits wait."""
+        self._require(self.can_stop_for_maintenance(node), f"StopForMaintenance({node})")
+        holder = self.replica_holder(node)
+        assert holder is not None
+        replica = {**self.replica, holder: self._flushed(node, graceful=True), node: {}}
+        return replace(
+            self,
+            active={**self.active, node: {}},
+            replica=replica,
+            queue={**self.queue, node: ()},
+            maint=node,
+        )
+
+    def maintenance_rejoin(self, node: str) -> NCacheCluster:
+        """Exit 1: node comes back within the timeout, pulls its partition from its replica (with what was
+        written meanwhile) and re-pulls the replica it holds from that partition's owner."""
+        self._require(self.maint == node, f"MaintenanceRejoin({node})")
+        of = self.replica_of(node, self.members)
+        assert of is not None
+        bucket = self.config.bucket
+        active = self._pulled(node)
+        partition = {k: v for k, v in self.active[of].items() if self.owner[bucket(k)] == of}
+        return replace(
+            self,
+            active={**self.active, node: active},
+            replica={**self.replica, node: partition},
+            maint=None,
+        )
+
+    def _pulled(self, node: str) -> dict[int, int]:
+        """What node pulls when it comes back from maintenance: its partition, from its replica."""
+        holder = self.replica_holder(node)
+        assert holder is not None
+        return {k: v for k, v in self.replica[holder].items() if self.owner[self.config.bucket(k)] == node}
+
+    def maintenance_timeout(self, node: str) -> NCacheCluster:
+        """Exit 2: the timeout expires without node: it is declared dead and a normal leave starts."""
+        self._require(self.maint == node, f"MaintenanceTimeout({node})")
+        return replace(self._depart(frozenset({node}), graceful=True), maint=None)
+
+    def maintenance_failure(self, node: str) -> NCacheCluster:
+        """Exit 3: another member fails; maintenance ends for the whole cluster and both depart at once."""
+        down = self.maint
+        ok = down is not None and node != down and node in self.members and len(self.members) > 2
+        self._require(ok, f"MaintenanceFailure({node})")
+        assert down is not None
+        return replace(self._depart(frozenset({down, node}), graceful=False), maint=None)
 
     def done(self) -> NCacheCluster:
         """The terminal step: nothing in flight."""
@@ -444,20 +555,30 @@ class NCacheCluster:
         for x in self.members:
             if self.queue[x]:
                 yield Step("Replicate", node=x)
-        if self.next_node is not None and self.quiet_map:
-            yield Step("Join", node=self.next_node)
-        if len(self.members) > 1:
+        if self.quiet_map and self.maint is None:
+            for joiner in sorted({*self.rejoining, *([self.next_node] if self.next_node else [])}):
+                yield Step("Join", node=joiner)
+        if len(self.members) > 1 and self.maint is None:
             for x in self.members:
                 yield Step("Leave", node=x, graceful=True)
                 yield Step("Leave", node=x, graceful=False)
-        if self.cut is None and len(self.members) > 1:
+                if self.can_stop_for_maintenance(x):
+                    yield Step("StopForMaintenance", node=x)
+        if self.maint is not None:
+            yield Step("MaintenanceRejoin", node=self.maint)
+            yield Step("MaintenanceTimeout", node=self.maint)
             for x in self.members:
-                if self.loses(x):
-                    yield Step("Split", node=x)
-        if self.cut is not None:
+                if x != self.maint and len(self.members) > 2:
+                    yield Step("MaintenanceFailure", node=x)
+        if not self.cut and self.maint is None:
+            for size in range(1, len(self.members)):
+                for nodes in map(frozenset, combinations(self.members, size)):
+                    if self.loses(nodes):
+                        yield Step("Split", nodes=nodes)
+        if self.cut:
             for k in sorted(keys):
                 yield Step("LoserWrite", key=k, value=value)
-            yield Step("Merge", node=self.cut)
+            yield Step("Merge")
         for b in self.buckets:
             if self.status[b] == NEED_TRANSFER and self.temp[b] is not None:
                 yield Step("StartTransfer", bucket=b)
@@ -487,11 +608,18 @@ class NCacheCluster:
                 case "PullOrphan":
                     return self.pull_orphan(_given(step.bucket))
                 case "Split":
-                    return self.split(_given(step.node))
+                    return self.split(_given(step.nodes))
                 case "LoserWrite":
                     return self.loser_write(_given(step.key), _given(step.value))
+                case "StopForMaintenance":
+                    return self.stop_for_maintenance(_given(step.node))
+                case "MaintenanceRejoin":
+                    return self.maintenance_rejoin(_given(step.node))
+                case "MaintenanceTimeout":
+                    return self.maintenance_timeout(_given(step.node))
+                case "MaintenanceFailure":
+                    return self.maintenance_failure(_given(step.node))
                 case "Merge":
-                    self._require(step.node == self.cut, "Merge")
                     return self.merge()
                 case "Done":
                     return self.done()

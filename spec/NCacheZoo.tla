@@ -28,4 +28,8 @@ ReplicaHolderNoWrap(x, ms) ==
 
 \* 4. A leave does not revert the buckets in transfer to the leaver: they keep a departed temporary owner.
 NeverReverts(b, x) == FALSE
+
+\* 5. A member back from maintenance serves its buckets without pulling them from its replica: it comes back
+\*    with the empty stores it restarted with, and every write of its partition is gone.
+NothingPulled(x) == Empty
 ================================================================================

@@ -52,6 +52,14 @@ def _commands(tmp: Path) -> dict[str, list[str]]:
         "validate": ["validate", str(_trace_file(tmp)), "--config", SMALL],
         "scenario": ["scenario", "scenarios/figure1-backup-reordering.json", "--out", str(tmp / "s.mmd")],
         "verify": ["verify", "--local", "--skip-zoo", "--out", str(tmp / "reports")],
+        "hazelcast-lab": [
+            "hazelcast-lab",
+            *("--partitions", "2", "--members", "3", "--drops", "0.5", "--parallel", "1", "--seeds", "1"),
+            *("--out", str(tmp / "lab")),
+        ],
+        "audit": ["audit", "--generate", str(tmp / "gen"), "--partitions", "4", "--entries", "100"],
+        "doctor": ["doctor"],
+        "campaign": ["campaign", "--local", "--walks", "2", "--steps", "3", "--out", str(tmp / "camp")],
     }
 
 
@@ -67,6 +75,10 @@ USAGE = {
     "validate": ["--timeout", "-1"],
     "scenario": ["--out"],
     "verify": ["--steps", "0"],
+    "hazelcast-lab": ["--seeds", "0"],
+    "audit": ["--copies", "0"],
+    "doctor": ["--ignite-version"],
+    "campaign": ["--walks", "0"],
 }
 
 
@@ -85,6 +97,9 @@ def _bad_input(command: str, tmp: Path, argv: list[str]) -> list[str]:
         "validate": ["validate", str(broken)],
         "scenario": ["scenario", str(broken)],
         "verify": argv,  # its inputs are the standard models: one of them missing
+        "hazelcast-lab": [*argv, "--members", "3", "3"],  # a member count twice
+        "audit": ["audit", str(tmp / "nope.parquet"), "--local"],
+        "campaign": [*argv, "--mutant", "no-such-mutant"],
     }
     return replaced[command]
 
@@ -101,9 +116,15 @@ FIRST_STEP = {
     "validate": "conformance.validate.run_tlc",
     "scenario": "conformance.scenarios.run_scenario",
     "verify": "conformance.verify.verify",
+    "hazelcast-lab": "conformance.hazelcast_lab.LabConfig",
+    "audit": "conformance.audit.command._generate",
+    "doctor": "conformance.doctor.findings",
+    "campaign": "conformance.campaign.run_campaign",
 }
 # The commands that need Java (TLC, or Spark's JVM).
-JAVA = {"check", "conform", "simulate", "zoo", "distribution", "validate", "verify"}
+JAVA = {"check", "conform", "simulate", "zoo", "distribution", "validate", "verify", "hazelcast-lab"}
+# The commands that read input beyond their options (doctor only looks at the machine).
+READ_INPUT = sorted(set(FIRST_STEP) - {"doctor"})
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -123,10 +144,12 @@ def test_a_usage_error_exits_2_before_any_work(
     code, out, err = _run(argv, capsys)
     assert code == BAD_INPUT, err
     assert out == "" and f"tidemark {command}: error: argument {USAGE[command][0]}" in err
-    assert not any(p.name in ("r", "zoo", "dist", "reports") for p in tmp_path.iterdir())
+    assert not any(
+        p.name in ("r", "zoo", "dist", "reports", "lab", "gen", "camp") for p in tmp_path.iterdir()
+    )
 
 
-@pytest.mark.parametrize("command", sorted(FIRST_STEP))
+@pytest.mark.parametrize("command", READ_INPUT)
 def test_bad_input_exits_2_naming_it(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,23 +26,7 @@ from conformance.systems.ignite_differences import explain
 
 pytestmark = pytest.mark.ignite
 
-# Scenarios of the PME findings work that landed after the last side-by-side review: what Ignite 2.18 shows
-# there differs from the file or stops the run, and has no verdict yet (docs/real-ignite.md, "Open"). Strict:
-# a scenario that starts passing must leave this list.
-OPEN = {
-    "activation-keeps-gaps": "the harness cannot observe an inactive cluster (NPE on rebalanceFuture)",
-    "all-owners-fail-reactivation": "the harness cannot observe an inactive cluster (NPE on rebalanceFuture)",
-    "lost-partition-reactivated": "the harness cannot observe an inactive cluster (NPE on rebalanceFuture)",
-    "join-merged-with-left": "s3 is OWNING on Ignite at steps[32] where the file expects MOVING",
-    "merged-left-keeps-gaps": "the Exchange step's report is not observed on Ignite (atomic exchange)",
-    "moving-renting-moving": "Ignite evicts the RENTING copies at once and keeps key 3 the file expects gone",
-    "rollback-range-reused": "Ignite fails t2 (no primary to lock) where the file's schedule commits it",
-    "wal-threshold-strict": "Ignite rebalances s2 in full (init 0) where the file expects historical from 4",
-}
-SCENARIOS = [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=OPEN[p.stem])) if p.stem in OPEN else p
-    for p in sorted(Path("scenarios").glob("*.json"))
-]
+SCENARIOS = sorted(Path("scenarios").glob("*.json"))
 
 
 @pytest.fixture(scope="module")

@@ -221,6 +221,20 @@ def test_a_driver_that_hangs_or_answers_malformed_output_is_a_finding(
 
 
 @pytest.mark.tlc
+@pytest.mark.parametrize("walk", [False, True])
+def test_a_driver_starting_elsewhere_is_a_mismatch_at_the_initial_state(
+    tiny: tuple[ConformResult, Path], walk: bool
+) -> None:
+    result = _faulty(tiny, "elsewhere", walk=walk)
+    assert not result.holds and result.mismatches == 1
+    [example] = result.examples
+    assert example.error == "init: the implementation's initial state is none of the spec's"
+    assert example.actual_state is not None and example.actual_state["counter"]["b"]["hwm"] == 1
+    if not walk:  # loading each state, every edge still replays (and agrees)
+        assert result.edges_replayed == result.edges
+
+
+@pytest.mark.tlc
 def test_a_refused_step_is_an_edge_mismatch(tiny: tuple[ConformResult, Path]) -> None:
     result = _faulty(tiny, "refuse")
     assert result.mismatches == _drops(tiny[0])

@@ -124,3 +124,39 @@ def test_the_last_member_cannot_leave_and_steps_check_their_guards() -> None:
     with pytest.raises(StepNotEnabled):
         cluster.apply(Step("Join", node="n3"))
     assert {s.name for s in cluster.enabled(frozenset({0}), 1)} == {"Done", "Write", "Join"}
+
+
+def test_a_tie_split_loses_the_side_without_the_coordinator_and_the_losers_rejoin() -> None:
+    cluster = joined(NCacheConfig(("n1", "n2", "n3", "n4"), bucket_count=4), 4)
+    assert cluster.loses(frozenset({"n3", "n4"})) and not cluster.loses(frozenset({"n1", "n2"}))
+    assert not cluster.loses(frozenset({"n2", "n3", "n4"}))  # the larger side wins
+    with pytest.raises(StepNotEnabled):
+        cluster.split(frozenset({"n1", "n4"}))
+    cut = cluster.split(frozenset({"n3", "n4"}))
+    assert cut.members == ("n1", "n2") and cut.cut == {"n3", "n4"}
+    with pytest.raises(StepNotEnabled):
+        cut.join("n3")  # still cut off
+    merged = cut
+    for b in merged.buckets:
+        if merged.orphan[b] is not None:
+            merged = merged.pull_orphan(b)
+    merged = merged.merge()
+    assert merged.rejoining == {"n3", "n4"} and not merged.cut and not merged.cut_store
+    back = settled(settled(merged.join("n4")).join("n3"))
+    assert back.members == ("n1", "n2", "n4", "n3") and not back.left and not back.rejoining
+
+
+def test_maintenance_serves_from_the_replica_and_each_exit_ends_it() -> None:
+    cluster = joined(NCacheConfig(("n1", "n2", "n3"), bucket_count=3), 3).write(0, 1)
+    owner = cluster.owner[0]
+    holder = cluster.replica_holder(owner)
+    stopped = cluster.stop_for_maintenance(owner).write(0, 2)
+    assert stopped.maint == owner and not stopped.active[owner] and stopped.replica[holder][0] == 2
+    with pytest.raises(StepNotEnabled):
+        stopped.leave(holder, graceful=True)  # no leave or join during maintenance
+    back = stopped.maintenance_rejoin(owner)
+    assert back.maint is None and back.active[owner][0] == 2
+    gone = stopped.maintenance_timeout(owner)
+    assert owner in gone.left and gone.store_of(0)[0] == 2  # served from the replica until pulled
+    lost = stopped.maintenance_failure(holder)
+    assert {owner, holder} <= lost.left and 0 not in lost.store_of(0)  # the second failure: window 4

@@ -25,8 +25,11 @@ SPEC = Path("spec/NCachePartitionReplica.tla")
 STANDARD = Path("spec/NCachePartitionReplica.cfg")
 ASYNC = Path("tests/models/NCachePartitionReplica-async.cfg")
 SPLIT = Path("tests/models/NCachePartitionReplica-split.cfg")
+MAINTENANCE = Path("spec/NCachePartitionReplica-maintenance.cfg")
+SPLIT_TWO = Path("tests/models/NCachePartitionReplica-split-two.cfg")
 NCACHE_ZOO = [
     "log-not-replayed", "map-not-consulted-in-transfer", "replica-on-itself", "leave-keeps-transfers",
+    "rejoin-without-pull",
 ]  # fmt: skip
 SYNC_ACTIONS = {
     "Write", "ReplicationFailure", "Join", "StartTransfer", "EndTransfer", "Leave", "PullOrphan", "Done",
@@ -62,6 +65,21 @@ def test_every_edge_of_the_split_brain_model_replays(tmp_path: Path) -> None:
     assert all(result.coverage[name] > 0 for name in ("Split", "LoserWrite", "Merge"))
 
 
+def test_every_edge_of_the_two_member_split_model_replays(tmp_path: Path) -> None:
+    """Splits cutting one or two members off, the merge, and the losers joining again."""
+    result = conform(SPEC, SPLIT_TWO, local=True, run_dir=tmp_path / "run")
+    assert result.holds and result.edges_replayed == result.edges > 20_000
+    assert all(result.coverage[name] > 0 for name in ("Split", "LoserWrite", "Merge", "Join"))
+
+
+def test_every_edge_of_the_maintenance_model_replays(tmp_path: Path) -> None:
+    """The stop and its three exits, with OneDownKeepsData holding in TLC's run."""
+    result = conform(SPEC, MAINTENANCE, local=True, run_dir=tmp_path / "run")
+    assert result.holds and result.edges_replayed == result.edges > 20_000
+    exits = ("StopForMaintenance", "MaintenanceRejoin", "MaintenanceTimeout", "MaintenanceFailure")
+    assert all(result.coverage[name] > 0 for name in exits)
+
+
 def test_concretize_and_abstract_are_inverse_on_every_state(standard_graph: Path) -> None:
     mapping = mapping_for("NCachePartitionReplica", read_config(STANDARD).constants)
     for text in pq.read_table(standard_graph / "states.parquet").to_pydict()["state"]:
@@ -74,7 +92,7 @@ def test_the_spec_starts_where_the_cluster_starts(standard_graph: Path) -> None:
     states = pq.read_table(standard_graph / "states.parquet").to_pydict()
     [initial] = [s for s, init in zip(states["state"], states["initial"], strict=True) if init]
     cluster = NCacheCluster.initial(mapping.config)  # type: ignore[attr-defined]
-    replay = NcReplay(cluster, {}, 0, 0, 0, Record(name="Init"))
+    replay = NcReplay(cluster, {}, 0, 0, 0, 0, Record(name="Init"))
     assert canonical_json(state_to_itf(mapping.abstract(replay))) == initial
 
 
@@ -86,12 +104,14 @@ def test_check_reports_the_loss_windows_as_documented(capsys: pytest.CaptureFixt
     assert [Path(w["config"]).name for w in windows] == [
         "NCachePartitionReplica-loss-async.cfg",
         "NCachePartitionReplica-loss-double-leave.cfg",
+        "NCachePartitionReplica-loss-maintenance.cfg",
         "NCachePartitionReplica-loss-split.cfg",
     ]
     for window in windows:
         assert window["as_documented"] and window["verdict"] == "AckedWritesSurvive violated, as documented"
         assert window["violation"]["invariant"] == "AckedWritesSurvive"
-        assert {"Leave", "Split"} & {step["action"] for step in window["violation"]["trace"]}
+        departures = {"Leave", "Split", "MaintenanceFailure"}
+        assert departures & {step["action"] for step in window["violation"]["trace"]}
 
 
 def test_check_fails_when_a_documented_loss_does_not_happen(

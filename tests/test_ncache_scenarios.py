@@ -21,6 +21,10 @@ JOIN = Path("scenarios/ncache-three-nodes-join.json")
 LEAVE = Path("scenarios/ncache-node-leaves-replica-serves.json")
 REPLAYED = Path("scenarios/ncache-write-during-transfer-replayed.json")
 LOST = Path("scenarios/ncache-async-abrupt-leave-loses-write.json")
+EXITS = ("node-comes-back", "timeout", "second-failure")
+MAINTENANCE = [Path(f"scenarios/ncache-maintenance-{exit}.json") for exit in EXITS]
+SPLIT = Path("scenarios/ncache-split-brain-loser-discarded.json")
+SPLIT_TWO = Path("scenarios/ncache-split-brain-two-cut-rejoin.json")
 NCACHE_SCENARIOS = sorted(
     p
     for p in Path("scenarios").glob("*.json")
@@ -34,7 +38,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def test_the_seeds_pictures_are_shipped() -> None:
-    assert sorted([JOIN, LEAVE, REPLAYED, LOST]) == NCACHE_SCENARIOS
+    assert sorted([JOIN, LEAVE, REPLAYED, LOST, *MAINTENANCE, SPLIT, SPLIT_TWO]) == NCACHE_SCENARIOS
 
 
 @pytest.mark.parametrize("path", NCACHE_SCENARIOS, ids=lambda p: p.stem)
@@ -97,3 +101,20 @@ def test_the_diagram_draws_writes_pulls_and_replication() -> None:
     leave = mermaid_diagram(run_scenario(load_scenario(LEAVE)))
     assert "n3->>n1: 12. bucket 2 from the replica" in leave
     assert "WAL kept" not in leave
+
+
+def test_maintenance_exit_without_its_member_is_refused(tmp_path: Path) -> None:
+    data = _load(MAINTENANCE[0])
+    rejoin = next(i for i, s in enumerate(data["steps"]) if s["step"] == "MaintenanceRejoin")
+    data["steps"][rejoin]["node"] = "n1"  # n2 is the member stopped for maintenance
+    result = _run(_write(tmp_path, data))
+    assert not result.passed and result.failure is not None
+    assert result.failure.startswith(f"steps[{rejoin}]: MaintenanceRejoin(node=n1) is not enabled here")
+
+
+def test_the_second_failure_loses_what_only_the_stopped_member_held() -> None:
+    result = run_scenario(load_scenario(MAINTENANCE[2]))
+    assert result.passed
+    diagram = mermaid_diagram(result)
+    assert "n2->>n1: 10. stopped for maintenance: state transfer halted" in diagram
+    assert "c1->>n3: 11. write 2147483647=3 (bucket 2)" in diagram  # served from n2's replica on n3

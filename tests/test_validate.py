@@ -14,7 +14,15 @@ from conformance.errors import TidemarkError
 from conformance.mappings import SpecMapping, State, mapping_for
 from conformance.tlc.config import read_config
 from conformance.tlc.values import Record, Value, format_value
-from conformance.traces import SCHEMA_PATH, Trace, read_traces, schema_text, trace_to_itf, write_traces
+from conformance.traces import (
+    SCHEMA_PATH,
+    Trace,
+    read_itf_trace,
+    read_traces,
+    schema_text,
+    trace_to_itf,
+    write_traces,
+)
 from conformance.validate import Rejection, initial_states, resolve_model, spec_variables, validate_traces
 from conformance.walks import random_walks
 
@@ -163,6 +171,33 @@ def test_tampered_traces_are_rejected_at_the_tampered_step(mapping: SpecMapping,
         action="Exchange",
         reason=f"the spec cannot take {exchange} in state 4 (it can take: {', '.join(enabled)})",
     )
+    # The model's invariants are checked on every state, accepted or not: the raised LWM breaks those that
+    # say 1..lwm is durable and the counter exact; the state claiming an exchange breaks HwmCoversLwm
+    # (right after an exchange every copy's HWM covers its LWM, and the backup's does not).
+    by_id = {b.id: b for b in report.broken}
+    assert sorted(by_id) == ["walk-7-0-exchange", "walk-7-0-lwm"]
+    assert by_id["walk-7-0-lwm"].step == 10
+    assert {"CounterIsExact", "LwmIsDurable"} <= set(by_id["walk-7-0-lwm"].invariants)
+    assert (by_id["walk-7-0-exchange"].step, by_id["walk-7-0-exchange"].invariants) == (5, ["HwmCoversLwm"])
+
+
+def test_an_invariant_a_behavior_breaks_names_its_first_state(walks: list[Trace], tmp_path: Path) -> None:
+    """A trace can be a behavior of the spec and still break an invariant (one the spec does not keep)."""
+    (tmp_path / SPEC.name).write_text(SPEC.read_text(encoding="utf-8"), encoding="utf-8")
+    spec = tmp_path / "UpdateCounterNoCommit.tla"
+    spec.write_text(
+        "---- MODULE UpdateCounterNoCommit ----\nEXTENDS UpdateCounter\n"
+        'NoCommit == action.name # "Commit"\n====\n',
+        encoding="utf-8",
+    )
+    config = tmp_path / "UpdateCounterNoCommit.cfg"
+    config.write_text(SMALL.read_text(encoding="utf-8") + "\nINVARIANT NoCommit\n", encoding="utf-8")
+    chosen = [w for w in walks if any(_name(s) == "Commit" for s in w.states)][:3]
+    report = validate_traces(chosen, spec, config)
+    assert report.accepted == len(chosen) and not report.holds
+    assert [(b.id, b.step, b.invariants) for b in report.broken] == [
+        (w.id, next(k for k, s in enumerate(w.states) if _name(s) == "Commit"), ["NoCommit"]) for w in chosen
+    ]
 
 
 def test_batches_split_the_traces_over_runs(walks: list[Trace]) -> None:
@@ -284,3 +319,57 @@ def test_the_command_accepts_good_traces_and_refuses_bad_files(
     path.write_text('{"vars": []}\n', encoding="utf-8")
     assert main(["validate", str(path)]) == 2
     assert f"{path}, line 1, #meta: Field required" in capsys.readouterr().err
+
+
+# --- ITF traces written by other tools --------------------------------------------------------------------
+
+APALACHE = Path("tests/fixtures/itf/apalache-shape-UpdateCounter.itf.json")
+
+
+def test_an_itf_trace_in_apalaches_shape_is_validated(capsys: pytest.CaptureFixture[str]) -> None:
+    # The spec comes from the trace's #meta.source; integers as #bigint, tuples as #tup, maps as #map.
+    assert main(["validate", str(APALACHE), "--config", str(SMALL), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["spec"], report["traces"], report["accepted"], report["broken"]) == (str(SPEC), 1, 1, [])
+
+
+def test_an_altered_itf_trace_is_rejected_at_the_altered_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    itf = json.loads(APALACHE.read_text(encoding="utf-8"))
+    counters = dict(itf["states"][2]["counter"]["#map"])
+    assert counters["b"]["lwm"] == {"#bigint": "1"}
+    counters["b"]["lwm"] = {"#bigint": "0"}  # the commit on b that does not move its LWM
+    path = tmp_path / "altered.itf.json"
+    path.write_text(json.dumps(itf), encoding="utf-8")
+    assert main(["validate", str(path), "--config", str(SMALL), "--json"]) == 1
+    [rejection] = json.loads(capsys.readouterr().out)["rejected"]
+    assert (rejection["id"], rejection["step"], rejection["action"]) == ("altered", 2, "Commit")
+    assert rejection["diff"] == ["counter.b.lwm: expected 1, got 0"]
+
+
+def test_an_itf_trace_that_names_no_spec_needs_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    itf = json.loads(APALACHE.read_text(encoding="utf-8"))
+    del itf["#meta"]["source"]
+    path = tmp_path / "anonymous.itf.json"
+    path.write_text(json.dumps(itf), encoding="utf-8")
+    assert main(["validate", str(path), "--config", str(SMALL)]) == 2
+    assert f"{path}, #meta: the trace does not say which spec it follows" in capsys.readouterr().err
+    assert main(["validate", str(path), "--spec", str(SPEC), "--config", str(SMALL), "--json"]) == 0
+
+
+def test_an_itf_trace_written_by_tidemark_names_its_spec_and_model(tmp_path: Path) -> None:
+    itf = json.loads(APALACHE.read_text(encoding="utf-8"))
+    itf["#meta"] = {"format": "ITF", "spec": str(SPEC), "config": str(SMALL)}  # as write_itf records them
+    path = tmp_path / "mismatch.itf.json"
+    path.write_text(json.dumps(itf), encoding="utf-8")
+    trace = read_itf_trace(path)
+    assert (trace.id, trace.spec, trace.config, len(trace.states)) == (
+        "mismatch",
+        "UpdateCounter",
+        str(SMALL),
+        4,
+    )
+    assert resolve_model([trace], None, None) == (SPEC, SMALL)

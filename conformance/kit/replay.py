@@ -28,7 +28,7 @@ from conformance.kit.driver import Driver, DriverFault
 from conformance.kit.protocol import EnabledAnswer, ErrorAnswer, NotEnabled, StateAnswer, request_text
 from conformance.mappings import ReplayError
 from conformance.replay import Mismatch, NotReplayed, StateResult, check_state
-from conformance.tlc.values import Value, canonical_state_json, from_itf, state_digest, state_from_itf
+from conformance.tlc.values import Value, canonical_state_json, from_itf, state_digest, state_from_parsed_itf
 
 Edge = tuple[int, int, str]  # (dst, dst digest, dst action as ITF JSON text)
 Row = tuple[int, str, list[Edge]]  # (state, its ITF JSON text, its outgoing edges)
@@ -104,7 +104,7 @@ def _state_text(answer: Any) -> str:
     """The canonical text of a step's answer, or Refused."""
     if isinstance(answer, StateAnswer):
         try:
-            return canonical_state_json(state_from_itf(answer.state))
+            return canonical_state_json(state_from_parsed_itf(answer.state))
         except ValueError as error:
             raise Refused(f"the answer's state is not ITF: {error}") from None
     if isinstance(answer, NotEnabled):
@@ -140,23 +140,42 @@ ENABLED: Request = ("enabled", request_text("enabled"))
 
 
 def _load_requests(state_json: str, outgoing: list[Edge], enabled: bool) -> list[Request]:
+    """`load` s, `enabled` (which leaves the driver in s), then each edge's `step`, with `load` s again
+    before every step but the first: one `load` per edge, not one more per state."""
     load = ("load", request_text("load", '"state":' + state_json))
-    requests: list[Request] = []
-    for _, _, action_json in outgoing:
-        requests += [load, _step(action_json)]
-    return [*requests, load, ENABLED] if enabled else requests
+    requests: list[Request] = [load, ENABLED] if enabled else []
+    for index, (_, _, action_json) in enumerate(outgoing):
+        requests += [load, _step(action_json)] if index or not enabled else [_step(action_json)]
+    return requests
 
 
 def _judge_loaded(row: Row, answers: Iterator[Any], enabled: bool) -> StateResult:
+    """The state's result from the answers to its `_load_requests`, each answer consumed even when an
+    earlier one failed (the next state's answers follow)."""
+    fp, state_json, outgoing = row
+    found: set[Value] | Refused | None = None
+    first_load: Any = None
+    if enabled:
+        first_load, answer = next(answers), next(answers)
+        try:
+            _loaded(first_load)
+            found = _enabled_actions(answer)
+        except Refused as refused:
+            found = refused
+    steps = iter(range(len(outgoing)))
+
     def successor(action: Value) -> str:
-        _loaded(next(answers))
-        return _state_text(next(answers))
+        loaded = first_load if next(steps) == 0 and enabled else next(answers)
+        stepped = next(answers)
+        _loaded(loaded)
+        return _state_text(stepped)
 
     def enabled_actions() -> set[Value]:
-        _loaded(next(answers))
-        return _enabled_actions(next(answers))
+        if isinstance(found, Refused):
+            raise found
+        assert found is not None
+        return found
 
-    fp, state_json, outgoing = row
     return check_state(fp, state_json, outgoing, successor, enabled_actions if enabled else None)
 
 
@@ -481,6 +500,8 @@ def replay_with_driver(
                 r for part in executor.map(lambda c: _load_unit(pool, c, enabled), chunks) for r in part
             ]
             run.steps = sum(len(row[2]) for row in rows)
+            if _start(initial, init) is None:  # loading states hides where the implementation starts
+                _not_initial(results, rows, initial[0][0], init)
         else:
             results = _replay_walks(executor, pool, rows, initial, init, enabled, run)
         run.restarts = pool.restarts()
@@ -500,25 +521,10 @@ def _replay_walks(
     run: DriverRun,
 ) -> list[StateResult]:
     outgoing = {fp: edges for fp, _, edges in rows}
-    text = _state_text(init)
-    start = next(((fp, digest) for fp, digest in initial if digest == state_digest(text)), None)
+    start = _start(initial, init)
     if start is None:  # the implementation starts elsewhere: no walk can follow the spec
         results = list(_assemble(rows, outgoing, Seen(), enabled))
-        fp = initial[0][0]
-        first = next(r for r in results if r.fp == fp)
-        first.edge_mismatches += 1
-        state = next(row[1] for row in rows if row[0] == fp)
-        first.examples.append(
-            Mismatch(
-                kind="edge",
-                src=fp,
-                dst=fp,
-                source_state=json.loads(state),
-                actual_state=json.loads(text),
-                error="init: the implementation's initial state is none of the spec's",
-                path=[],
-            )
-        )
+        _not_initial(results, rows, initial[0][0], init)
         return results
     walks = plan_walks([row[0] for row in rows], outgoing, start[0])
     groups = [walks[at : at + WALKS_PER_BATCH] for at in range(0, len(walks), WALKS_PER_BATCH)]
@@ -527,3 +533,27 @@ def _replay_walks(
         seen.merge(found)
     run.paths, run.steps = len(walks), sum(len(w.steps) for w in walks)
     return list(_assemble(rows, outgoing, seen, enabled))
+
+
+def _start(initial: Sequence[tuple[int, int]], init: StateAnswer) -> tuple[int, int] | None:
+    """The spec's initial state (fingerprint, digest) the driver's answer to `init` is, if any."""
+    digest = state_digest(_state_text(init))
+    return next(((fp, d) for fp, d in initial if d == digest), None)
+
+
+def _not_initial(results: list[StateResult], rows: Sequence[Row], fp: int, init: StateAnswer) -> None:
+    """An edge mismatch at the spec's initial state `fp`: the implementation starts in another state."""
+    first = next(r for r in results if r.fp == fp)
+    first.edge_mismatches += 1
+    state = next(row[1] for row in rows if row[0] == fp)
+    first.examples.append(
+        Mismatch(
+            kind="edge",
+            src=fp,
+            dst=fp,
+            source_state=json.loads(state),
+            actual_state=json.loads(_state_text(init)),
+            error="init: the implementation's initial state is none of the spec's",
+            path=[],
+        )
+    )

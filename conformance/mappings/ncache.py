@@ -3,13 +3,15 @@
 The implementation side of a spec state is `NcReplay`: a real `NCacheCluster` plus what the spec keeps
 beside the protocol - the model's budgets (writes, leaves), the ghost `acked` (the last acknowledged value
 per key) and the `action` that led here. Constants become the cluster's `NCacheConfig`: nodes n1..nN,
-BucketCount and Sync. Variables map one to one: members (a sequence), left, owner / temp / status /
-orphan / logged (functions of the bucket; "none" for no member), active and replica (member -> key -> value
-over every key of the model, 0 for none) and queue (member -> sequence of [key, value]).
+BucketCount and Sync. Variables map one to one: members (a sequence), left, owner / temp / status / orphan
+/ logged (functions of the bucket; "none" for no member), active and replica (member -> key -> value over
+every key of the model, 0 for none) and queue (member -> sequence of [key, value]).
 
-Spec-level rules kept here: MaxWrites bounds Write, ReplicationFailure and LoserWrite (write n writes value
-n), a Write or a LoserWrite is acknowledged, MaxLeaves bounds Leave, MaxSplits bounds Split. The cut-off
-member of a split-brain and its store are `cut` and `cutStore`.
+Spec-level rules kept here: MaxWrites bounds Write, ReplicationFailure and LoserWrite (write n writes
+value n), a Write or a LoserWrite is acknowledged, MaxLeaves bounds Leave and MaintenanceFailure (the
+second member down), MaxSplits bounds Split, MaxMaintenance bounds StopForMaintenance. The cut-off member
+of a split-brain and its store are `cut` and `cutStore`, the losers that may join again `rejoining`; the
+member stopped for maintenance is `maint`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ NONE = "none"
 SPEC = "NCachePartitionReplica"
 WRITES = ("Write", "ReplicationFailure", "LoserWrite")  # each spends a write number
 ACKNOWLEDGED = ("Write", "LoserWrite")
+LEAVES = ("Leave", "MaintenanceFailure")  # each spends a leave
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class NcReplay:
     writes: int
     leaves: int
     splits: int
+    maints: int
     action: Value
 
 
@@ -50,6 +54,8 @@ def action_value(step: Step) -> Record:
     for name in ("node", "key", "value", "bucket", "graceful"):
         if (v := getattr(step, name)) is not None:
             fields[name] = v
+    if step.nodes is not None:
+        fields["nodes"] = shared_set(step.nodes)
     return shared_record(**fields)
 
 
@@ -62,7 +68,8 @@ def step_of(action: Value) -> Step:
         raise ReplayError(f"expected a boolean, got {graceful!r}")
     ints = {k: _int(record[k]) for k in ("key", "value", "bucket") if k in record}
     node = _str(record["node"]) if "node" in record else None
-    return Step(name, node=node, graceful=graceful, **ints)
+    nodes = frozenset(_str(n) for n in _set(record["nodes"])) if "nodes" in record else None
+    return Step(name, node=node, graceful=graceful, nodes=nodes, **ints)
 
 
 def _member(value: Value) -> str | None:
@@ -88,11 +95,13 @@ class NCacheMapping:
             self.max_writes = _int(constants["MaxWrites"])
             self.max_leaves = _int(constants["MaxLeaves"])
             self.max_splits = _int(constants["MaxSplits"])
+            self.max_maintenance = _int(constants["MaxMaintenance"])
         except (KeyError, ReplayError, ValueError) as error:
             raise TidemarkError(
                 f"model constants do not fit {SPEC}: {error}",
                 source=f"{SPEC} model",
-                expected="NodeCount, BucketCount, Keys, Sync, MaxWrites, MaxLeaves, MaxSplits",
+                expected="NodeCount, BucketCount, Keys, Sync, MaxWrites, MaxLeaves, MaxSplits and "
+                "MaxMaintenance",
             ) from error
         self.cluster_class = cluster_class
 
@@ -124,12 +133,14 @@ class NCacheMapping:
             active={n: self._store(_field(state["active"], n)) for n in nodes},
             replica={n: self._store(_field(state["replica"], n)) for n in nodes},
             queue={n: self._queue(_field(state["queue"], n)) for n in nodes},
-            cut=_member(state["cut"]),
+            cut=frozenset(_str(m) for m in _set(state["cut"])),
             cut_store=self._store(state["cutStore"]),
+            maint=_member(state["maint"]),
+            rejoining=frozenset(_str(m) for m in _set(state["rejoining"])),
         )
         acked = self._store(state["acked"])
-        counts = (_int(state["writes"]), _int(state["leaves"]), _int(state["splits"]))
-        return NcReplay(cluster, acked, *counts, state["action"])
+        writes, leaves, splits, maints = (_int(state[v]) for v in ("writes", "leaves", "splits", "maints"))
+        return NcReplay(cluster, acked, writes, leaves, splits, maints, state["action"])
 
     def abstract(self, impl: NcReplay) -> State:
         c = impl.cluster
@@ -150,9 +161,12 @@ class NCacheMapping:
             "acked": self._total(impl.acked),
             "writes": impl.writes,
             "leaves": impl.leaves,
-            "cut": c.cut or NONE,
+            "cut": shared_set(c.cut),
             "cutStore": self._total(c.cut_store),
             "splits": impl.splits,
+            "rejoining": shared_set(c.rejoining),
+            "maint": c.maint or NONE,
+            "maints": impl.maints,
             "action": impl.action,
         }
 
@@ -162,8 +176,10 @@ class NCacheMapping:
         """The model's budgets on top of the cluster's guards."""
         if step.name in WRITES:
             return impl.writes < self.max_writes
-        if step.name == "Leave":
+        if step.name in LEAVES:
             return impl.leaves < self.max_leaves
+        if step.name == "StopForMaintenance":
+            return impl.maints < self.max_maintenance
         if step.name == "Split":
             return impl.splits < self.max_splits
         return True
@@ -188,8 +204,9 @@ class NCacheMapping:
         acked = impl.acked
         if step.name in ACKNOWLEDGED and step.key is not None and step.value is not None:
             acked = {**acked, step.key: step.value}
-        leaves, splits = impl.leaves + (step.name == "Leave"), impl.splits + (step.name == "Split")
-        return NcReplay(after, acked, impl.writes + written, leaves, splits, action)
+        leaves, splits = impl.leaves + (step.name in LEAVES), impl.splits + (step.name == "Split")
+        maints = impl.maints + (step.name == "StopForMaintenance")
+        return NcReplay(after, acked, impl.writes + written, leaves, splits, maints, action)
 
 
 def build(constants: Mapping[str, Value], mutant: str | None = None) -> NCacheMapping:

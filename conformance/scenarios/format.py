@@ -217,15 +217,37 @@ class HazelcastStep(_StepBase):
 class NCacheStep(_StepBase):
     """Protocol ncache (impl/ncache.py): a client write (or one whose synchronous replication fails), an
     owner's queued replication, a member leaving, one bucket's state transfer started or ended, an orphaned
-    bucket pulled. Which parameters each step takes is in protocols.NCACHE_STEPS (Join is the pme step of
-    that name: the next server in the servers' order joins)."""
+    bucket pulled, a member stopped for maintenance and the three exits, a split-brain (a write on its
+    loser, the merge). Which parameters each step takes is in protocols.NCACHE_STEPS (Join is the pme step
+    of that name: the next server in the servers' order joins)."""
 
     step: Literal[
-        "Write", "ReplicationFailure", "Replicate", "Leave", "StartTransfer", "EndTransfer", "PullOrphan"
+        "Write",
+        "ReplicationFailure",
+        "Replicate",
+        "Leave",
+        "StartTransfer",
+        "EndTransfer",
+        "PullOrphan",
+        "StopForMaintenance",
+        "MaintenanceRejoin",
+        "MaintenanceTimeout",
+        "MaintenanceFailure",
+        "Split",
+        "LoserWrite",
+        "Merge",
     ]
-    node: Name | None = Field(default=None, description="Replicate, Leave: the member")
+    node: Name | None = Field(
+        default=None,
+        description="Replicate, Leave, StopForMaintenance, MaintenanceRejoin, MaintenanceTimeout: the "
+        "member; MaintenanceFailure: the second member failing",
+    )
+    nodes: list[Name] | None = Field(
+        default=None, min_length=1, description="Split: the members cut off (the loser side)"
+    )
     key: Key | None = Field(
-        default=None, description="Write: the key (its own hash); its value is the write's number"
+        default=None,
+        description="Write, LoserWrite: the key (its own hash); its value is the write's number",
     )
     bucket: Partition | None = Field(
         default=None, description="StartTransfer, EndTransfer, PullOrphan: the bucket"

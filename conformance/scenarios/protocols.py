@@ -270,8 +270,15 @@ NCACHE_STEPS: dict[str, tuple[str, ...]] = {
     "StartTransfer": ("bucket",),
     "EndTransfer": ("bucket",),
     "PullOrphan": ("bucket",),
+    "StopForMaintenance": ("node",),
+    "MaintenanceRejoin": ("node",),
+    "MaintenanceTimeout": ("node",),
+    "MaintenanceFailure": ("node",),
+    "Split": ("nodes",),
+    "LoserWrite": ("key",),
+    "Merge": (),
 }
-_NCACHE_PARAMS = ("node", "key", "bucket", "graceful")
+_NCACHE_PARAMS = ("node", "nodes", "key", "bucket", "graceful")
 
 
 @dataclass(frozen=True)

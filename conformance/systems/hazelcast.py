@@ -236,9 +236,10 @@ class HazelcastHarness(HarnessClient):
     def discard(self, ids: Sequence[int]) -> list[MessageView]:
         return [MessageView.model_validate(m) for m in self.call("discard", ids=list(ids))]
 
-    def anti_entropy(self, partitions: Sequence[int] = ()) -> None:
-        """The owners run their anti-entropy task now (every partition when none are named)."""
-        self.call("anti_entropy", partitions=list(partitions))
+    def anti_entropy(self, partitions: Sequence[int] = ()) -> int:
+        """The owners run their anti-entropy task now (every partition when none are named), each once no
+        sync is being prepared for it (the task does nothing meanwhile); how many rounds had to wait."""
+        return int(self.call("anti_entropy", partitions=list(partitions))["deferred"])
 
     def kill(self, members: Sequence[str]) -> Observation:
         """Terminate members at once (no graceful shutdown); returns once the survivors settled."""

@@ -6,7 +6,9 @@ held by the harness, and takes seeded random steps:
 - `put`: a put on the owner (a namespace and a key 0..3); each of its backups delivered now, dropped, or
   delayed (left held: a later step delivers it out of order);
 - `late`: one delayed backup delivered;
-- `round`: every delayed backup delivered or dropped (shuffled), then an anti-entropy round;
+- `round`: every delayed backup delivered or dropped (shuffled), then an anti-entropy round (on the members
+  once no sync is being prepared on the owner: Hazelcast's task does nothing meanwhile - see
+  docs/real-hazelcast.md, `skipped-round`);
 - `kill`: a member killed at once (promotion), at least two left;
 - `join`: a killed member back, empty, then the master's repartitioning (`migrate`); the model's Migrate
   steps are the vacancies the real table filled.
@@ -47,6 +49,7 @@ class Walk:
     explained: int = 0  # differences after a sync retry, until both were equal again
     unexplained: list[str] = field(default_factory=list)  # findings: step index, what differs
     retries: int = 0
+    deferred: int = 0  # rounds that waited for a sync being prepared on the owner (its partition migrating)
 
     def record(self) -> dict[str, Any]:
         return {
@@ -55,6 +58,7 @@ class Walk:
             "explained": self.explained,
             "unexplained": self.unexplained,
             "retries": self.retries,
+            "deferred": self.deferred,
         }
 
 
@@ -80,6 +84,7 @@ class _Pair:
             self.model = self.model.crash(m) if m in self.model.alive else self.model
         h.rule("hold", ["backup"])
         self.delayed: list[MessageView] = []
+        self.deferred = 0
         _, self.mark = h.log()
 
     def _deliver(self, msgs: list[MessageView], dropped: set[int]) -> None:
@@ -119,7 +124,7 @@ class _Pair:
 
     def round(self) -> None:
         self.flush()
-        self.h.anti_entropy()
+        self.deferred += self.h.anti_entropy()
         self.model = model_round(self.model)
 
     def kill(self) -> None:
@@ -180,4 +185,5 @@ def walk(h: HazelcastHarness, seed: int, length: int = 10) -> Walk:
         else:
             out.unexplained += run.differences
             break  # the first unexplained difference ends the walk: later ones follow from it
+    out.deferred = pair.deferred
     return out

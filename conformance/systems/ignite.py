@@ -86,6 +86,7 @@ class NodeView(_Model):
     pending: tuple[str, ...] = ()
     coordinator: str | None
     order: int  # join order: the oldest server (lowest order) is the coordinator
+    active: bool = True  # the cluster's state as this node sees it (inactive after a total outage)
     lost: tuple[int, ...] = ()
     rebalance_done: bool = Field(default=True, alias="rebalanceDone")
     partitions: dict[int, PartitionView] = Field(default_factory=dict)
@@ -143,6 +144,8 @@ class Observation(_Model):
 
     down: tuple[str, ...] = ()
     baseline: tuple[str, ...] = ()
+    # the client lost the cluster (every server down; it reconnects once one is back): no baseline read
+    client_disconnected: bool = Field(default=False, alias="clientDisconnected")
     txs: dict[str, TxView] = Field(default_factory=dict)
     idle_verify: IdleVerifyView | None = None
 

@@ -63,6 +63,29 @@ KNOWN: dict[str, str] = {
     "empty-copy": "A copy that never held an update has no partition file in Ignite: a server restarting "
     "without one shows no copy (no counter) until its exchange creates it, where tidemark keeps an empty "
     "copy with counter 0 on the server's disk. Verdict: tidemark simplifies (no update is involved).",
+    "outage-topology": "After a total outage Ignite's discovery starts a new topology history: the first "
+    "server back is version 1 again, and the cluster stays inactive, with no affinity assignment, until the "
+    "whole baseline is back and it activates (by itself). tidemark keeps one version sequence across the "
+    "outage and the owner lists of its last exchange. While inactive, Ignite shows each restored copy "
+    "OWNING (it keeps no LOST mark across the restart; the activation exchange decides afresh), where "
+    "tidemark's restarted copy keeps the state its disk holds until that exchange. Topology versions from "
+    "the outage on, and owner lists and copy states while the cluster is inactive, differ. Verdict: the "
+    "model's convention (versions are labels; nothing runs on an inactive cluster; the activation exchange "
+    "decides the same copies on both).",
+    "evict-at-once": "Ignite clears a copy that is no longer assigned and supplies nothing as soon as its "
+    "exchange lets it go (a MOVING copy that leaves the assignment; the copy of a server that restarts "
+    "outside the baseline, already while it joins): with small partitions the copy is gone before the next "
+    "observation. tidemark keeps such a copy RENTING until its Evict step, which a scenario may take later "
+    "or never; a RENTING copy assigned again restarts MOVING from counter 0 either way (findings/"
+    "moving-renting-moving.md), so the rebalancing and the data after it agree. Verdict: tidemark allows "
+    "more interleavings (an eviction that takes longer: a large partition).",
+    "history-size": "Ignite's coordinator judges every history supplier of a partition by one size: that of "
+    "the first owner at the maximum counter in its messages (remote nodes before its own; "
+    "GridDhtPartitionsExchangeFuture's CounterWithNodes.size), and rebalances from history only when the "
+    "missing updates are fewer than that size; tidemark judges each supplier by its own size. They differ "
+    "only when owners at the same counter hold different data (copies that already diverged): Ignite may "
+    "then rebalance in full where tidemark takes the history of a larger owner. Verdict: tidemark "
+    "simplifies (the same supplier's data arrives either way).",
     "supplier-choice": "Ignite's coordinator elects the supplier of a historical rebalancing among the "
     "owners with the highest counter whose WAL reaches back far enough (any of them); tidemark takes the "
     "oldest. Verdict: tidemark simplifies (every candidate holds the same updates).",
@@ -75,7 +98,7 @@ KNOWN: dict[str, str] = {
 }
 
 _COPY = re.compile(r"^(?P<node>\w+)\.p(?P<part>\d+)\.(?P<field>\w+)$")
-_NODE = re.compile(r"^(?P<node>\w+)\.(?P<field>data|txs)(\..*)?$")
+_NODE = re.compile(r"^(?P<node>\w+)\.(?P<field>data|txs|state)(\..*)?$")
 
 
 def explain(
@@ -90,6 +113,10 @@ def explain(
     topology = path.startswith("topology.")
     restarted = [n for n in system.servers if impl[n].get("state") == "restarted"]
     joining = set(getattr(system, "starting_servers", lambda: [])())
+    if (topology or (field == "state" and part is not None)) and _after_outage(path, real, system):
+        return "outage-topology"
+    if field == "state" and part is None:  # a server's state: Ignite's server runs as soon as it restarted
+        return "restart-joins" if node in restarted and real.get(node, {}).get("state") == "alive" else None
     if (topology and restarted) or node in restarted:
         return "restart-joins"
     if field == "state" and node in joining:
@@ -129,12 +156,26 @@ def explain(
     if (
         node is not None
         and field in ("data", "lwm", "hwm", "items", "state")
+        and _evicted_at_once(node, part, impl, real)
+    ):
+        return "evict-at-once"
+    if (
+        node is not None
+        and field in ("data", "lwm", "hwm", "items", "state")
         and _moving(node, part, impl, real)
     ):
         return "rebalancing"
     if topology and _affinity_switch(path, impl, real):
         return "affinity-switch"
     return None
+
+
+def _after_outage(path: str, real: dict[str, Any], system: System) -> bool:
+    """Every server was down earlier in the run, and this is a version, or Ignite's cluster is still inactive
+    (no owner lists) and this is an owner list or a copy's state."""
+    if not getattr(system, "outage", False):
+        return False
+    return path in ("topology.version", "topology.ready") or not real["topology"]["owners"]
 
 
 def _primary(node: str | None, part: int, seen: dict[str, Any]) -> bool:
@@ -145,20 +186,31 @@ def _primary(node: str | None, part: int, seen: dict[str, Any]) -> bool:
 def _one_phase(node: str, impl: dict[str, Any], real: dict[str, Any], system: System) -> bool:
     """A transaction Ignite commits in one phase is further on this server than in tidemark, which has not
     decided it yet: its state there, or its writes (which stay when the server fails before tidemark's
-    model commits it). A transaction tidemark rolled back is no such case."""
+    model commits it). A transaction tidemark rolled back is no such case, unless Ignite committed it: in
+    one phase the client's prepare is its commit, so Ignite's primary commits once its backup answered or
+    left, where tidemark's recovery rolls back a transaction the client never decided (neither side
+    acknowledged it: either outcome is allowed)."""
     one_phase: set[str] = getattr(getattr(system, "driver", None), "one_phase", set())
     writes: dict[str, dict[int, str]] = getattr(system, "tx_keys", {})
     theirs, ours = impl.get(node, {}), real.get(node, {})
     for tx in one_phase:
-        if impl[system.client].get(tx) == "rolledBack":
-            continue
         state, real_state = theirs.get("txs", {}).get(tx), ours.get("txs", {}).get(tx)
+        written = [(str(k), v) for k, v in writes.get(tx, {}).items()]
+        if impl[system.client].get(tx) == "rolledBack":
+            unacknowledged = real[system.client].get(tx) != "committed"
+            if unacknowledged and (real_state == "committed" or _wrote(ours, written, theirs)):
+                return True
+            continue
         if state not in ("committed", "rolledBack") and real_state not in (None, state):
             return True
-        written = [(str(k), v) for k, v in writes.get(tx, {}).items()]
-        if any(ours.get("data", {}).get(k) == v != theirs.get("data", {}).get(k) for k, v in written):
+        if _wrote(ours, written, theirs):
             return True
     return False
+
+
+def _wrote(ours: dict[str, Any], written: list[tuple[str, str]], theirs: dict[str, Any]) -> bool:
+    """Ignite's server holds a write of the transaction that tidemark's does not."""
+    return any(ours.get("data", {}).get(k) == v != theirs.get("data", {}).get(k) for k, v in written)
 
 
 def _rolled_back_at_once(node: str, part: int | None, impl: dict[str, Any], real: dict[str, Any]) -> bool:
@@ -189,10 +241,26 @@ def _left_pending(impl: dict[str, Any]) -> bool:
     )
 
 
+def _evicted_at_once(node: str, part: int | None, impl: dict[str, Any], real: dict[str, Any]) -> bool:
+    """tidemark's server keeps a copy (RENTING, or its disk's copy while it joins) of a partition whose owner
+    list does not hold it, where Ignite's shows none: cleared already (for data: such a copy of any
+    partition)."""
+    parts = [part] if part is not None else _parts(node, impl)
+    for p in parts:
+        theirs, ours = (seen.get(node, {}).get(f"p{p}", {}) for seen in (impl, real))
+        owners = impl["topology"]["owners"].get(str(p)) or []
+        kept = theirs.get("state") == "RENTING" or (theirs.get("state") == "OWNING" and node not in owners)
+        if kept and node not in owners and ours.get("state", "EVICTED") == "EVICTED":
+            return True
+    return False
+
+
+def _parts(node: str, seen: dict[str, Any]) -> list[int]:
+    return [int(k[1:]) for k in seen.get(node, {}) if re.fullmatch(r"p\d+", k)]
+
+
 def _moving(node: str, part: int | None, impl: dict[str, Any], real: dict[str, Any]) -> bool:
-    parts = (
-        [part] if part is not None else [int(k[1:]) for k in impl.get(node, {}) if re.fullmatch(r"p\d+", k)]
-    )
+    parts = [part] if part is not None else _parts(node, impl)
     return any(
         seen.get(node, {}).get(f"p{p}", {}).get("state") == "MOVING" for p in parts for seen in (impl, real)
     )

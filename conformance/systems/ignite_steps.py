@@ -341,6 +341,24 @@ class StepDriver:
                 "the baseline change's exchange",
             )
 
+    def _activate(self) -> None:
+        """Ignite activates a cluster by itself once every baseline server is back after a total outage
+        (the activation's exchange, which the harness holds like any other): done when it started."""
+        if not self._activating(self.observe(entries=False)):
+            raise NotPossible(
+                "the cluster is active, or a baseline server is not back (Ignite activates by itself)"
+            )
+        self._until(
+            lambda: any("activate" in v.pending for v in self.observe(entries=False).nodes.values()),
+            "the activation's exchange",
+        )
+
+    @staticmethod
+    def _activating(obs: Observation) -> bool:
+        """Every baseline server is back (none down) and the cluster is inactive or its activation pending."""
+        views = list(obs.nodes.values())
+        return bool(views) and not obs.down and any(not v.active or "activate" in v.pending for v in views)
+
     def _checkpoint(self, node: str) -> None:
         self.h.call("checkpoint", nodes=[node])
 
@@ -456,7 +474,7 @@ class StepDriver:
             return bool(self.held(receiver[name], tx=tx, to=node))
         if name == "TxStart":
             part = key_partition(min(self.tx_keys[str(tx)]), self.partitions)
-            return all(self.settled(n) and part not in v.lost for n, v in obs.nodes.items())
+            return all(self.settled(n) and v.active and part not in v.lost for n, v in obs.nodes.items())
         if name == "Recover":
             return any(v.txs.get(str(tx), "COMMITTED") not in FINISHED_TX for v in obs.nodes.values())
         if name == "SendSingle":
@@ -467,6 +485,8 @@ class StepDriver:
             return node in obs.nodes
         if name == "Restart":
             return node in obs.down
+        if name == "Activate":
+            return self._activating(obs)
         return True
 
     def _truncatable(self, node: str, obs: Observation) -> bool:

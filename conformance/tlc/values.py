@@ -502,13 +502,7 @@ def state_from_json(text: str) -> dict[str, Value]:
         start = _skip_space(text, position + 1)
         itf, position = _DECODER.raw_decode(text, start)
         if not name.startswith("#"):
-            chunk = text[start:position]
-            value = _VALUE_BY_TEXT.get(chunk)
-            if value is None:
-                if len(_VALUE_BY_TEXT) >= _CACHE_LIMIT:
-                    _VALUE_BY_TEXT.clear()
-                value = _VALUE_BY_TEXT[chunk] = from_itf(itf)
-            state[name] = value
+            state[name] = _memoized(text[start:position], itf)
         position = _skip_space(text, position)
         if text.startswith("}", position):
             return state
@@ -517,6 +511,23 @@ def state_from_json(text: str) -> dict[str, Value]:
                 f"expected ',' or '}}' in an ITF state at {position}: {text[position : position + 20]!r}"
             )
         position = _skip_space(text, position + 1)
+
+
+def state_from_parsed_itf(obj: Mapping[str, object]) -> dict[str, Value]:
+    """``state_from_itf(obj)`` for a state already parsed from JSON (a driver's answer), with each
+    variable's value memoized by its JSON text as in `state_from_json`: the answers of a replay repeat
+    a few values per variable, and the memoized values' canonical texts are memoized too."""
+    return {name: _memoized(json.dumps(itf), itf) for name, itf in obj.items() if not name.startswith("#")}
+
+
+def _memoized(text: str, itf: object) -> Value:
+    """The value of `itf`, whose JSON text is `text`, from the memo if it was read before."""
+    value = _VALUE_BY_TEXT.get(text)
+    if value is None:
+        if len(_VALUE_BY_TEXT) >= _CACHE_LIMIT:
+            _VALUE_BY_TEXT.clear()
+        value = _VALUE_BY_TEXT[text] = from_itf(itf)
+    return value
 
 
 def _skip_space(text: str, position: int) -> int:

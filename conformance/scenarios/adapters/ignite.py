@@ -36,6 +36,7 @@ from conformance.scenarios.protocols import owner_lists
 from conformance.scenarios.result import (
     CounterView,
     EntryView,
+    ExchangeView,
     IdleVerifyView,
     MessageEvent,
     NodeSnapshot,
@@ -71,6 +72,16 @@ CLIENT_TX = {
     "ROLLING_BACK": "rolledBack",
     "ROLLED_BACK": "rolledBack",
 }
+
+
+# Ignite's log lines of an exchange's report (impl.pme.exchange_report): a failed update(max LWM) on a server,
+# and the coordinator's partition state validation (GridDhtPartitionsStateValidator).
+NOTHING = "(?!)"
+REPORTED = "Failed to update partition counter|Partitions .* (are|is) inconsistent for"
+_FAILED_UPDATE = re.compile(r"Failed to update partition counter.*partId=(\d+)\]")
+_INCONSISTENT = re.compile(
+    r"Partitions (update counters|cache sizes|cache size and update counters) are inconsistent for (.*)"
+)
 
 
 class IgniteScenarioError(TidemarkError):
@@ -156,6 +167,9 @@ class IgniteSystem(System):
         self._joined: set[str] = set()  # restarted servers whose Join step was taken
         self._agreed: TopologyView | None = None  # the topology while no server was joining
         self._history: dict[tuple[str, int], int] = {}  # the WAL history each copy started with
+        self._exchange: ExchangeView | None = None  # what Ignite logged at the last FullMessage's exchange
+        self._exchange_mark: int | None = None  # Ignite's log line where the exchange in progress began
+        self.outage = False  # every server was down: Ignite's topology versions count afresh from then on
 
     def __enter__(self) -> IgniteSystem:
         if _SHARED:
@@ -194,9 +208,9 @@ class IgniteSystem(System):
             backups=cluster.backups,
             wal_rebalance_threshold=cluster.wal_rebalance_threshold or 0,
             order=[self.to_real[s] for s in cluster.servers],
-            # One entry per supply message for batch_size 1 (a byte's batch holds one entry); Ignite's default
-            # (512 KiB: every entry at once) otherwise.
-            rebalance_batch_bytes=1 if cluster.batch_size == 1 else 0,
+            # One entry per supply message for batch_size 1, tidemark's default (a byte's batch holds one
+            # entry); Ignite's default (512 KiB: every entry at once) for a larger batch_size.
+            rebalance_batch_bytes=1 if (cluster.batch_size or 1) == 1 else 0,
         )
         if cluster.initial_data:
             h.call("put", writes={str(k): v for k, v in sorted(cluster.initial_data.items())})
@@ -223,6 +237,10 @@ class IgniteSystem(System):
         return params
 
     def take(self, step: ScenarioStep) -> list[MessageEvent]:
+        # An exchange's report is what Ignite logs from its first single message on (the coordinator
+        # validates the partition states once it has every single, before its full message goes out).
+        if step.step in ("SendSingle", "FullMessage") and self._exchange_mark is None:
+            self._exchange_mark = self.driver.h.logs(NOTHING)[1]
         try:
             events = self.driver.take(step.step, **self._params(step))
         except NotPossible as error:
@@ -230,6 +248,12 @@ class IgniteSystem(System):
             why = re.sub(r"\bs\d+\b", lambda m: self.to_scenario.get(m.group(0), m.group(0)), str(error))
             raise StepRefused(f"{step_text(step)} on Ignite: {why}", reason=f"Ignite: {why}") from error
         self._read_demands()
+        if step.step == "FullMessage" and self._exchange_mark is not None:
+            self._exchange, self._exchange_mark = self._exchange_report(self._exchange_mark), None
+        obs = self.driver.observe(entries=False)
+        if not self.outage and not obs.nodes and not obs.starting:
+            # A total outage: the first server back starts a new topology history at version 1, read as is.
+            self.outage, self._base = True, (1, 0)
         if step.step == "Join":
             self._joined.add(str(step_params(step)["node"]))
         elif step.step == "Restart":
@@ -275,6 +299,34 @@ class IgniteSystem(System):
                 # A full demand names no counters: the copy was supplied up to the LWM it owns with.
                 full = started.mode == "full"
                 self._rebalanced[key] = started.model_copy(update={"to": copy.lwm}) if full else started
+
+    def _exchange_report(self, since: int) -> ExchangeView:
+        """What Ignite logged while the exchange completed: each server whose update(max LWM) failed ("Failed
+        to update partition counter ... partId=P", on that server) and the partitions the coordinator's
+        partition state validation found inconsistent ("Partitions update counters are inconsistent for
+        Part P: ..." and the same for cache sizes; Ignite stops at the first that fails)."""
+        lines, _ = self.driver.h.logs(REPORTED, since=since, limit=1000)
+        failures: dict[int, set[str]] = {}
+        counters: set[int] = set()
+        sizes: set[int] = set()
+        for line in lines:
+            node = line.split(" ", 1)[0]
+            if (failed := _FAILED_UPDATE.search(line)) is not None and node in self.to_scenario:
+                failures.setdefault(int(failed.group(1)), set()).add(self.to_scenario[node])
+            elif (invalid := _INCONSISTENT.search(line)) is not None:
+                parts = {int(p) for p in re.findall(r"Part (\d+):", invalid.group(2))}
+                (sizes if invalid.group(1) == "cache sizes" else counters).update(parts)
+                if "and update counters" in invalid.group(1):
+                    counters.update(parts)
+        return ExchangeView(
+            clean=not (failures or counters or sizes),
+            update_failures={p: sorted(n) for p, n in sorted(failures.items())},
+            counters_inconsistent=sorted(counters),
+            sizes_inconsistent=sorted(sizes),
+        )
+
+    def exchange(self) -> ExchangeView | None:
+        return self._exchange
 
     # --- observations ------------------------------------------------------------------------------------
 

@@ -1,8 +1,11 @@
 """Protocol ncache on impl/ncache.py: a scenario's steps as `NCacheCluster` steps, its views.
 
 The servers are the nodes in their join order: the first starts the cluster alone, the others are "down"
-until they join (and again once they left). The scenario's partitions are the buckets. Write n writes the
-value n (the client's n-th write, acknowledged or not). The timeline shows each member's buckets, its
+until they join (and again once they left, or while stopped for maintenance). The members a split-brain cut
+off are "alive", serving their clients: the store the loser side serves from is the active store of its
+oldest member, until the merge discards it.
+The scenario's partitions are the buckets. Write n writes the value n (the client's n-th write,
+acknowledged or not). The timeline shows each member's buckets, its
 active and replica stores and its replication queue; the topology's owner list of a bucket is its
 permanent owner, then its temporary owner while it moves; the coordinator is the oldest member.
 """
@@ -16,6 +19,8 @@ from conformance.scenarios.format import ScenarioFile, ScenarioStep
 from conformance.scenarios.result import CounterView, MessageEvent, NodeSnapshot, NodeView, TopologyView
 from conformance.scenarios.vocabulary import NodeState, PartitionState
 from impl.ncache import NCacheCluster, NCacheConfig, Step, StepNotEnabled
+
+WRITES = ("Write", "ReplicationFailure", "LoserWrite")  # each spends a write number
 
 
 def _store(store: Mapping[int, int]) -> str:
@@ -39,7 +44,7 @@ class NCacheSystem(System):
     def _step(self, entry: ScenarioStep) -> Step:
         e = entry
         key = getattr(e, "key", None)
-        value = self.writes + 1 if e.step in ("Write", "ReplicationFailure") else None
+        value = self.writes + 1 if e.step in WRITES else None
         return Step(
             e.step,
             node=getattr(e, "node", None),
@@ -47,6 +52,7 @@ class NCacheSystem(System):
             value=value,
             bucket=getattr(e, "bucket", None),
             graceful=getattr(e, "graceful", None),
+            nodes=frozenset(nodes) if (nodes := getattr(e, "nodes", None)) is not None else None,
         )
 
     def _after(self, entry: ScenarioStep) -> tuple[Step, NCacheCluster]:
@@ -59,7 +65,7 @@ class NCacheSystem(System):
     def take(self, step: ScenarioStep) -> list[MessageEvent]:
         taken, after = self._after(step)
         events = self._messages(self.cluster, taken)
-        self.writes += taken.name in ("Write", "ReplicationFailure")
+        self.writes += taken.name in WRITES
         self.membership_version += after.members != self.cluster.members
         self.cluster = after
         return events
@@ -73,7 +79,8 @@ class NCacheSystem(System):
 
     def _messages(self, before: NCacheCluster, step: Step) -> list[MessageEvent]:
         """What the step sends: the client's write and its synchronous replication, a queued replication,
-        a join request, a bucket's pull and its data, the log replayed, an orphan pulled from a replica."""
+        a join request, a bucket's pull and its data, the log replayed, an orphan pulled from a replica, a
+        stop for maintenance and the partition pulled back from the replica, a write to a split's loser."""
 
         def event(sender: str, to: str, text: str) -> MessageEvent:
             return MessageEvent.model_construct(kind="delivered", sender=sender, receiver=to, label=text)
@@ -81,11 +88,11 @@ class NCacheSystem(System):
         c = before
         if step.name in ("Write", "ReplicationFailure") and step.key is not None:
             bucket = c.config.bucket(step.key)
-            served = c.orphan[bucket] or c.owner[bucket]
-            holder = c.replica_holder(served)
+            served = c.serving(bucket) or c.owner[bucket]
+            holder = c.up_holder(served)
             write = f"write {step.key}={step.value} (bucket {bucket})"
             events = [event(self.client, served, write)]
-            if c.orphan[bucket] is None and holder is not None and c.config.sync:
+            if c.serving(bucket) is None and holder is not None and c.config.sync:
                 failed = " - fails: undone on both" if step.name == "ReplicationFailure" else ""
                 events.append(event(served, holder, f"replicate {step.key}={step.value}{failed}"))
             return events
@@ -95,6 +102,14 @@ class NCacheSystem(System):
             return [event(step.node, holder, f"queued {key}={value}")] if holder else []
         if step.name == "Join" and step.node is not None:
             return [event(step.node, c.coordinator, "join")]
+        if step.name == "StopForMaintenance" and step.node is not None:
+            return [event(step.node, c.coordinator, "stopped for maintenance: state transfer halted")]
+        holder = c.replica_holder(step.node) if step.node in c.members else None
+        if step.name == "MaintenanceRejoin" and step.node is not None and holder is not None:
+            return [event(holder, step.node, "its partition, from the replica")]
+        if step.name == "LoserWrite" and step.key is not None and c.cut:
+            loser = self._loser(c)
+            return [event(self.client, loser, f"write {step.key}={step.value} (split-brain loser)")]
         if step.bucket is None:
             return []
         b = step.bucket
@@ -117,6 +132,8 @@ class NCacheSystem(System):
         owned = ",".join(map(str, c.owned(node))) or "none"
         moving = [b for b in c.buckets if c.temp[b] == node]
         lines = [f"owns {owned}" + (f"; receiving {','.join(map(str, moving))}" if moving else "")]
+        if node == c.maint:
+            lines.append("stopped for maintenance")
         lines.append(f"active {_store(c.active[node])}")
         of = self.replica_of(node)
         lines.append(f"replica of {of or 'nobody'} {_store(c.replica[node])}")
@@ -147,7 +164,8 @@ class NCacheSystem(System):
     # --- observations ------------------------------------------------------------------------------------
 
     def node_state(self, node: str) -> NodeState:
-        return "alive" if node in self.cluster.members else "down"
+        c = self.cluster
+        return "alive" if (node in c.members and node != c.maint) or node in c.cut else "down"
 
     def counter(self, node: str, part: int) -> CounterView | None:
         return None
@@ -167,12 +185,19 @@ class NCacheSystem(System):
         return "idle"
 
     def entries(self, node: str, ns: str) -> dict[int, int]:
-        stores = self.cluster.active if ns == "active" else self.cluster.replica
+        c = self.cluster
+        if node in c.cut:
+            return dict(sorted(c.cut_store.items())) if ns == "active" and node == self._loser(c) else {}
+        stores = c.active if ns == "active" else c.replica
         return dict(sorted(stores[node].items()))
 
     def replica_of(self, node: str) -> str | None:
         members = self.cluster.members
         return self.cluster.replica_of(node, members) if node in members else None
+
+    def _loser(self, c: NCacheCluster) -> str:
+        """The loser side's oldest member: the one whose store it serves from here."""
+        return next(x for x in self.servers if x in c.cut)
 
     # --- the end -----------------------------------------------------------------------------------------
 
@@ -184,5 +209,12 @@ class NCacheSystem(System):
 
 
 def _step_text(step: Step) -> str:
-    params = {"node": step.node, "key": step.key, "bucket": step.bucket, "graceful": step.graceful}
+    nodes = ",".join(sorted(step.nodes)) if step.nodes is not None else None
+    params = {
+        "node": step.node,
+        "nodes": nodes,
+        "key": step.key,
+        "bucket": step.bucket,
+        "graceful": step.graceful,
+    }
     return f"{step.name}({', '.join(f'{k}={v}' for k, v in params.items() if v is not None)})"

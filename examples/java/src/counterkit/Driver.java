@@ -12,7 +12,8 @@ import java.util.Map;
 
 /**
  * The driver: tidemark's driver protocol (docs/driver-protocol.md) over stdin and stdout, one JSON
- * object a line, for spec UpdateCounter. Usage: Driver [--bug NAME].
+ * object a line, for spec UpdateCounter. Usage: Driver [--bug NAME]; with --events, an event log instead
+ * (EventLog).
  */
 public final class Driver {
     private final Bug bug;
@@ -24,11 +25,27 @@ public final class Driver {
 
     public static void main(String[] args) throws Exception {
         Bug bug = Bug.NONE;
-        if (args.length == 2 && args[0].equals("--bug")) {
-            bug = Bug.named(args[1]);
-        } else if (args.length != 0) {
-            System.err.println("usage: run [--bug NAME]");
-            System.exit(2);
+        Long events = null;
+        long seed = 0;
+        String constants = null;
+        for (int i = 0; i < args.length; i += 2) {
+            if (i + 1 == args.length) {
+                usage();
+            }
+            switch (args[i]) {
+                case "--bug" -> bug = Bug.named(args[i + 1]);
+                case "--events" -> events = Long.parseLong(args[i + 1]);
+                case "--seed" -> seed = Long.parseLong(args[i + 1]);
+                case "--constants" -> constants = args[i + 1];
+                default -> usage();
+            }
+        }
+        if (events != null) {
+            if (constants == null) {
+                usage();
+            }
+            EventLog.write(partition(Itf.record(Json.parse(constants)), bug), events, seed);
+            return;
         }
         Driver driver = new Driver(bug);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -45,6 +62,27 @@ public final class Driver {
             out.write('\n');
             out.flush();
         }
+    }
+
+    private static void usage() {
+        System.err.println("usage: run [--bug NAME] [--events STEPS --seed SEED --constants JSON]");
+        System.exit(2);
+    }
+
+    /** The partition under the model's constants (ITF values, as in the init request). */
+    private static Partition partition(Map<String, Object> constants, Bug bug) {
+        List<String> copies = new ArrayList<>();
+        for (Object c : Itf.set(constants.get("Copies"))) {
+            copies.add(Itf.string(c));
+        }
+        copies.sort(null);
+        List<Long> deltas = new ArrayList<>();
+        for (Object d : Itf.set(constants.get("Deltas"))) {
+            deltas.add(Itf.number(d));
+        }
+        deltas.sort(null);
+        return new Partition(copies, Itf.string(constants.get("Primary")), Itf.number(constants.get("MaxCounter")),
+                deltas, Itf.number(constants.get("MaxMissedUpdates")), bug);
     }
 
     private static Map<String, Object> answer(String type, String key, Object value) {
@@ -81,20 +119,7 @@ public final class Driver {
             return answer("batch", "answers", answers);
         }
         if (type.equals("init")) {
-            Map<String, Object> constants = Itf.record(request.get("constants"));
-            List<String> copies = new ArrayList<>();
-            for (Object c : Itf.set(constants.get("Copies"))) {
-                copies.add(Itf.string(c));
-            }
-            copies.sort(null);
-            List<Long> deltas = new ArrayList<>();
-            for (Object d : Itf.set(constants.get("Deltas"))) {
-                deltas.add(Itf.number(d));
-            }
-            deltas.sort(null);
-            partition = new Partition(copies, Itf.string(constants.get("Primary")),
-                    Itf.number(constants.get("MaxCounter")), deltas, Itf.number(constants.get("MaxMissedUpdates")),
-                    bug);
+            partition = partition(Itf.record(request.get("constants")), bug);
             return answer("state", "state", partition.itf());
         }
         if (partition == null) {

@@ -4,11 +4,12 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.hazelcast.core.HazelcastInstance;
+import com.hazelcast.internal.partition.InternalPartition;
 import com.hazelcast.internal.partition.NonFragmentedServiceNamespace;
 import com.hazelcast.internal.partition.impl.TidemarkAccess;
 import com.hazelcast.internal.services.ServiceNamespace;
 import com.hazelcast.map.impl.MapService;
-import com.hazelcast.spi.impl.NodeEngineImpl;
+import com.hazelcast.spi.impl.PartitionSpecificRunnable;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -119,7 +120,13 @@ final class Steps {
         return members.table();
     }
 
-    /** The owner of each partition runs its anti-entropy task now (PartitionPrimaryReplicaAntiEntropyTask). */
+    /**
+     * The owner of each partition runs its anti-entropy task now (PartitionPrimaryReplicaAntiEntropyTask). That
+     * task does nothing while the partition is migrating on its owner, and an offloaded sync request sets that
+     * flag while it prepares its replication: a round asked for just after a step that made a replica ask for
+     * a sync would be skipped or not by a race. So the round runs once the flag is clear, checked and run in one
+     * go on the partition thread (no sync can set the flag in between); `waited_ms` says how long that took.
+     */
     JsonObject antiEntropy(List<Integer> partitions) {
         List<Integer> which = partitions;
         if (which.isEmpty()) {
@@ -127,14 +134,28 @@ final class Steps {
             for (int p = 0; p < members.setup.partitions(); p++)
                 which.add(p);
         }
+        long started = System.nanoTime();
+        int deferred = 0;
         for (int p : which) {
             HazelcastInstance owner = members.member(members.owner(p));
-            NodeEngineImpl engine = Members.engine(owner);
-            engine.getOperationService().execute(TidemarkAccess.antiEntropy(engine, p));
-            Members.onPartition(owner, p, () -> null);
+            PartitionSpecificRunnable task = TidemarkAccess.antiEntropy(Members.engine(owner), p);
+            InternalPartition partition = Members.partitions(owner).getPartition(p, false);
+            int[] tries = {0};
+            Members.await(() -> {
+                tries[0]++;
+                return Members.onPartition(owner, p, () -> {
+                    boolean free = !partition.isMigrating();
+                    if (free)
+                        task.run();
+                    return free;
+                });
+            }, 30_000, "partition " + p + " to stop migrating on its owner");
+            deferred += tries[0] > 1 ? 1 : 0;
         }
         JsonObject o = new JsonObject();
         o.addProperty("partitions", which.size());
+        o.addProperty("deferred", deferred);
+        o.addProperty("waited_ms", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
         return o;
     }
 

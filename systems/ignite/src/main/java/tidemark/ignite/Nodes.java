@@ -319,7 +319,7 @@ final class Nodes {
             CacheGroupContext grp = Observer.group(ig);
             if (grp == null)
                 continue;
-            if (!grp.preloader().rebalanceFuture().isDone())
+            if (!Observer.rebalanceDone(grp))
                 return false;
             for (GridDhtLocalPartition p : grp.topology().localPartitions()) {
                 GridDhtPartitionState st = p.state();
@@ -367,7 +367,13 @@ final class Nodes {
         }
         o.add("down", down);
         if (client != null) {
-            o.add("baseline", baselineJson().get("baseline"));
+            // With every server down the client is disconnected (it reconnects when one is back): no baseline.
+            try {
+                o.add("baseline", baselineJson().get("baseline"));
+            }
+            catch (org.apache.ignite.IgniteClientDisconnectedException e) {
+                o.addProperty("clientDisconnected", true);
+            }
             o.add("txs", txs.all());
         }
         if (idleVerify)
@@ -415,13 +421,34 @@ final class Nodes {
         starter.shutdownNow();
     }
 
-    private void stopNodes() {
+    /** Every node stops, one at a time: Ignite's stop of a node whose start was cut short can throw (a
+     * NullPointerException from its half-started components), which must neither stop the others from
+     * stopping nor fail the reset. The errors are returned. */
+    private JsonArray stopNodes() {
         starting.values().forEach(f -> f.cancel(true));
+        List<String> names = new ArrayList<>(starting.keySet());
+        names.addAll(servers.keySet());
+        names.add(CLIENT);
         starting.clear();
-        Ignition.stopAll(true);
+        JsonArray errors = new JsonArray();
+        for (String name : names) {
+            try {
+                Ignition.stop(name, true);
+            }
+            catch (RuntimeException | AssertionError e) {
+                errors.add(name + ": " + e);
+            }
+        }
+        try {
+            Ignition.stopAll(true); // whatever is left (a node Ignite registered under another name)
+        }
+        catch (RuntimeException | AssertionError e) {
+            errors.add("stopAll: " + e);
+        }
         Starting.INSTANCES.clear();
         servers.clear();
         client = null;
+        return errors;
     }
 
     /** A new cluster can start in this JVM: every node stops, its persistence and the message rules, records
@@ -440,7 +467,7 @@ final class Nodes {
                 f.cancel(true); // a start that fails or hangs is cut short; stopping the nodes follows
             }
         }
-        stopNodes();
+        JsonArray stopErrors = stopNodes();
         control.reset();
         txs.shutdown();
         System.clearProperty("IGNITE_PDS_WAL_REBALANCE_THRESHOLD");
@@ -456,6 +483,8 @@ final class Nodes {
         setup = null;
         JsonObject o = new JsonObject();
         o.add("removed", removed);
+        if (stopErrors.size() > 0)
+            o.add("stopErrors", stopErrors);
         return o;
     }
 

@@ -68,13 +68,14 @@ final class Observer {
         ClusterNode crd = ig.context().discovery().discoCache().oldestAliveServerNode();
         o.addProperty("coordinator", crd == null ? null : String.valueOf(crd.consistentId()));
         o.addProperty("order", ig.localNode().order());
+        o.addProperty("active", ig.context().state().clusterState().active());
         CacheGroupContext grp = group(ig);
         if (grp == null)
             return o;
         JsonArray lost = new JsonArray();
         grp.topology().lostPartitions().stream().sorted().forEach(lost::add);
         o.add("lost", lost);
-        o.addProperty("rebalanceDone", grp.preloader().rebalanceFuture().isDone());
+        o.addProperty("rebalanceDone", rebalanceDone(grp));
         JsonObject parts = new JsonObject();
         CacheObjectContext coctx = grp.cacheObjectContext();
         for (GridDhtLocalPartition part : grp.topology().localPartitions()) {
@@ -110,6 +111,12 @@ final class Observer {
         return o;
     }
 
+    /** Whether the group's rebalancing is done. An inactive cluster keeps its cache groups (their partitions
+     * restored from the WAL, readable) but starts no preloader: nothing rebalances there. */
+    static boolean rebalanceDone(CacheGroupContext grp) {
+        return grp.preloader() == null || grp.preloader().rebalanceFuture().isDone();
+    }
+
     /** The kinds of the discovery events the unfinished exchanges handle (merged ones included). */
     static JsonArray pending(List<GridDhtPartitionsExchangeFuture> futs) {
         java.util.Set<String> kinds = new java.util.TreeSet<>();
@@ -141,8 +148,14 @@ final class Observer {
                     Object msg = ((DiscoveryCustomEvent)e).customMessage();
                     if (msg instanceof CacheAffinityChangeMessage)
                         return "affinity";
-                    if (msg instanceof ChangeGlobalStateMessage)
-                        return "baseline";
+                    if (msg instanceof ChangeGlobalStateMessage) {
+                        // setBaselineTopology forces a baseline change; an activation (an operator's, or
+                        // Ignite's own once the whole baseline is back after an outage) does not.
+                        ChangeGlobalStateMessage change = (ChangeGlobalStateMessage)msg;
+                        if (change.forceChangeBaselineTopology())
+                            return "baseline";
+                        return change.state().active() ? "activate" : "deactivate";
+                    }
                     return msg.getClass().getSimpleName();
                 }
                 return "event " + e.type();
