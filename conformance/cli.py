@@ -26,6 +26,7 @@ from conformance.errors import Terminated, TidemarkError, exit_code
 from conformance.outputs import emit as _emit
 from conformance.progress import Status, console, out, progress
 from conformance.resources import resource
+from conformance.runinfo import invocation
 from conformance.scratch import signals_unwind
 from conformance.spark import executor_python
 from conformance.tlc.output import TlcResult
@@ -354,6 +355,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             on_line=status.line,
             on_phase=status.phase,
             wait=not args.no_wait,
+            report_dir=args.out,
         )
         page = write_report(report, args.out)
     if args.junit is not None:
@@ -483,6 +485,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int] | str] = {
     "affinity": "conformance.placement:cmd_affinity",
     "distribution": "conformance.placement:cmd_distribution",
     "hazelcast-lab": "conformance.hazelcast_lab:cmd_hazelcast_lab",
+    "ncache-lab": "conformance.ncache_lab:cmd_ncache_lab",
     "validate": cmd_validate,
     "scenario": "conformance.scenarios.command:run",
     "verify": cmd_verify,
@@ -534,7 +537,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = opt.build_parser(__doc__.splitlines()[0] if __doc__ else None).parse_args(argv)
         logger.setLevel(logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO)
-        with signals_unwind(), executor_python(getattr(args, "executor_python", None)):
+        with signals_unwind(), executor_python(getattr(args, "executor_python", None)), invocation(args):
             code: int = _command(args.command)(args)
     except BaseException as error:  # every way a command ends maps to an exit code, in one place
         _show(error)

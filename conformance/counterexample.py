@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -249,6 +249,13 @@ def _searched(graph: Path) -> dict[int, tuple[int | None, int]]:
                 found[dst] = (fp, found[fp][1] + 1)
                 queue.append(dst)
     return found
+
+
+def states_by_depth(graph: Path) -> list[int]:
+    """Distinct states at each breadth-first level of a dumped state graph, from its initial states
+    (level 0) to the deepest; their sum is the graph's states reachable from an initial state."""
+    depths = Counter(depth for _, depth in _searched(graph).values())
+    return [depths[level] for level in range(max(depths, default=-1) + 1)]
 
 
 def shortest_path(

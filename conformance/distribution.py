@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, Protocol, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
@@ -82,6 +82,7 @@ DEFAULT_ALGORITHMS: tuple[Algorithm, ...] = (
 # partitions: about 2 s); Ignite's backups are a Java int, a count >= the nodes meaning "every node".
 MAX_NODES = 1_000
 MAX_TRIALS = 1_000
+R = TypeVar("R")  # a lab's record
 
 
 class DistributionConfig(_Frozen):
@@ -326,6 +327,16 @@ def _evaluate_record(config_json: str, record: tuple[int, int, int]) -> dict[str
     return evaluate_trial(config, config.algorithms[algorithm], nodes, trial).model_dump(mode="json")
 
 
+def spark_map(
+    spark: SparkSession, grid: list[R], evaluate: Callable[[R], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A lab's sweep on Spark: the records parallelized, the pure per-record function mapped, collected
+    (a mapped RDD collects in the order of the parallelized list: no sorting needed)."""
+    context = spark.sparkContext
+    slices = min(len(grid), 4 * context.defaultParallelism)
+    return context.parallelize(grid, slices).map(evaluate).collect()
+
+
 def run_distribution(spark: SparkSession, config: DistributionConfig) -> DistributionReport:
     """Sweep the grid as a Spark job: parallelize the records, map the pure trial function, collect."""
     grid = [
@@ -334,11 +345,7 @@ def run_distribution(spark: SparkSession, config: DistributionConfig) -> Distrib
         for nodes in config.node_counts
         for trial in range(config.trials)
     ]
-    context = spark.sparkContext
-    slices = min(len(grid), 4 * context.defaultParallelism)
-    evaluate = partial(_evaluate_record, config.model_dump_json())
-    # collect() returns a mapped RDD in the order of the parallelized list: no sorting needed.
-    rows = context.parallelize(grid, slices).map(evaluate).collect()
+    rows = spark_map(spark, grid, partial(_evaluate_record, config.model_dump_json()))
     trials = [TrialResult.model_validate(row) for row in rows]
     return DistributionReport(config=config, trials=tuple(trials), summary=summarize(trials))
 
@@ -346,9 +353,16 @@ def run_distribution(spark: SparkSession, config: DistributionConfig) -> Distrib
 # --- rendering -------------------------------------------------------------------------------------
 
 
-def _series(report: DistributionReport, metric: str) -> dict[str, tuple[list[int], list[float]]]:
+class _Row(Protocol):
+    @property
+    def algorithm(self) -> str: ...
+    @property
+    def nodes(self) -> int: ...
+
+
+def _series(summary: Sequence[_Row], metric: str) -> dict[str, tuple[list[int], list[float]]]:
     series: dict[str, tuple[list[int], list[float]]] = {}
-    for row in report.summary:
+    for row in summary:
         xs, ys = series.setdefault(row.algorithm, ([], []))
         xs.append(row.nodes)
         ys.append(float(getattr(row, metric)))
@@ -358,55 +372,80 @@ def _series(report: DistributionReport, metric: str) -> dict[str, tuple[list[int
 _MARKERS = "osv^DPX*h<>"
 
 
-def _draw(axes: Axes, report: DistributionReport, metric: str) -> None:
+def draw_lines(axes: Axes, summary: Sequence[_Row], counts: Sequence[int], metric: str) -> None:
     """One line per algorithm over node counts, log-log with plain tick labels."""
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-    for i, (name, (xs, ys)) in enumerate(_series(report, metric).items()):
+    for i, (name, (xs, ys)) in enumerate(_series(summary, metric).items()):
         # Several schemes coincide (e.g. at peak/mean 1.0): distinct markers and dashes keep them visible.
         axes.plot(xs, ys, marker=_MARKERS[i % len(_MARKERS)], linestyle="-" if i % 2 else "--", label=name)
     axes.set(xscale="log", yscale="log", xlabel="nodes")
-    counts = list(report.config.node_counts)
-    axes.set_xticks(counts, [str(n) for n in counts])
+    axes.set_xticks(list(counts), [str(n) for n in counts])
+    axes.xaxis.set_minor_formatter(NullFormatter())  # only the node counts are labelled
     axes.yaxis.set_major_formatter(ScalarFormatter())
     axes.yaxis.set_minor_formatter(NullFormatter())
     axes.grid(True, which="both", alpha=0.3)
 
 
-def plot_distribution(report: DistributionReport, directory: Path) -> list[Path]:
-    """peak_mean.png (load peak/mean vs node count) and movement.png (join and leave vs ideal) as PNGs."""
+class Plot(NamedTuple):
+    """A lab's two figures: peak/mean against node count, and what a join and a leave moved / ideal."""
+
+    peak_name: str
+    peak_label: str
+    peak_title: str
+    move_name: str
+    move_label: str
+    move_title: str  # with {event}
+
+
+def plot_peak_and_movement(
+    summary: Sequence[Any], counts: Sequence[int], directory: Path, plot: Plot
+) -> list[Path]:
+    """The two PNGs of `plot` in `directory`: rows with `peak_mean`, `join_ratio` and `leave_ratio`."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display on servers and CI
     from matplotlib import pyplot as plt
 
     directory.mkdir(parents=True, exist_ok=True)
-    config = report.config
-    subtitle = f"{config.partitions} partitions, {config.backups} backups, {config.trials} trials"
-
     figure, axes = plt.subplots(figsize=(7, 4.5))
-    _draw(axes, report, "peak_mean")
-    top = max(row.peak_mean for row in report.summary)
+    draw_lines(axes, summary, counts, "peak_mean")
+    top = max(row.peak_mean for row in summary)
     # Peak/mean spans less than a decade: a log axis alone would label only 1.0.
     axes.set_yticks([t for t in (1, 1.05, 1.1, 1.25, 1.5, 2, 3, 4, 6, 8) if t <= top * 1.05])
-    axes.set(ylabel="peak / mean load", title=f"Uniformity ({subtitle})")
+    axes.set(ylabel=plot.peak_label, title=plot.peak_title)
     axes.legend(fontsize="small")
-    peak = directory / "peak_mean.png"
+    peak = directory / plot.peak_name
     figure.tight_layout()
     figure.savefig(peak, dpi=110)
     plt.close(figure)
 
     figure, panes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     for pane, event in zip(panes, ("join", "leave"), strict=True):
-        _draw(pane, report, f"{event}_ratio")
-        pane.set(title=f"Partitions moved on a {event} / ideal ({config.backups} backups)")
-    panes[0].set_ylabel("moved fraction / ideal fraction")
+        draw_lines(pane, summary, counts, f"{event}_ratio")
+        pane.set(title=plot.move_title.format(event=event))
+    panes[0].set_ylabel(plot.move_label)
     panes[1].legend(fontsize="small")
-    move = directory / "movement.png"
+    move = directory / plot.move_name
     figure.tight_layout()
     figure.savefig(move, dpi=110)
     plt.close(figure)
     return [peak, move]
+
+
+def plot_distribution(report: DistributionReport, directory: Path) -> list[Path]:
+    """peak_mean.png (load peak/mean vs node count) and movement.png (join and leave vs ideal) as PNGs."""
+    config = report.config
+    subtitle = f"{config.partitions} partitions, {config.backups} backups, {config.trials} trials"
+    plot = Plot(
+        "peak_mean.png",
+        "peak / mean load",
+        f"Uniformity ({subtitle})",
+        "movement.png",
+        "moved fraction / ideal fraction",
+        "Partitions moved on a {event} / ideal (" + f"{config.backups} backups)",
+    )
+    return plot_peak_and_movement(report.summary, config.node_counts, directory, plot)
 
 
 _COLUMNS = (
@@ -425,29 +464,36 @@ _COLUMNS = (
 )
 
 
-def html_table(report: DistributionReport) -> str:
-    """The summary as an HTML <table> fragment (one row per algorithm and node count)."""
-    head = "".join(f"<th>{html.escape(title)}</th>" for _, title, _ in _COLUMNS)
+Columns = tuple[tuple[str, str, str], ...]  # (field, title, format) per column of a lab's table
+
+
+def html_table_of(rows: Sequence[Any], columns: Columns, css: str) -> str:
+    """Summary rows as an HTML <table> fragment."""
+    head = "".join(f"<th>{html.escape(title)}</th>" for _, title, _ in columns)
     body = "".join(
         "<tr>"
-        + "".join(f"<td>{html.escape(fmt.format(getattr(row, field)))}</td>" for field, _, fmt in _COLUMNS)
+        + "".join(f"<td>{html.escape(fmt.format(getattr(row, field)))}</td>" for field, _, fmt in columns)
         + "</tr>\n"
-        for row in report.summary
+        for row in rows
     )
-    return (
-        f'<table class="distribution">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>\n'
-    )
+    return f'<table class="{css}">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>\n'
+
+
+def markdown_table_of(rows: Sequence[Any], columns: Columns) -> str:
+    """Summary rows as a Markdown table."""
+    lines = ["| " + " | ".join(title for _, title, _ in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(fmt.format(getattr(row, f)) for f, _, fmt in columns) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def html_table(report: DistributionReport) -> str:
+    """The summary as an HTML <table> fragment (one row per algorithm and node count)."""
+    return html_table_of(report.summary, _COLUMNS, "distribution")
 
 
 def markdown_table(report: DistributionReport, nodes: int | None = None) -> str:
     """The summary as a Markdown table, optionally for one node count (for docs/distribution.md)."""
-    rows = [row for row in report.summary if nodes is None or row.nodes == nodes]
-    lines = [
-        "| " + " | ".join(title for _, title, _ in _COLUMNS) + " |",
-        "|" + "---|" * len(_COLUMNS),
-    ]
-    lines += ["| " + " | ".join(fmt.format(getattr(row, f)) for f, _, fmt in _COLUMNS) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
+    return markdown_table_of([row for row in report.summary if nodes is None or row.nodes == nodes], _COLUMNS)
 
 
 def lab_page(title: str, intro: str, plots: list[Path], table: str) -> str:

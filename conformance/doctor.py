@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import json
 import re
 import shutil
 import subprocess
@@ -28,6 +27,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from conformance.errors import TidemarkError
+from conformance.outputs import finish
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     code = 0 if healthy else 3  # something required is missing: the environment's fault
     if args.json:
         components = [asdict(f) for f in found]
-        print(json.dumps({"ok": healthy, "components": components, "holds": healthy, "exit_code": code}))
+        print(finish("doctor", {"ok": healthy, "components": components}, code))
         return code
     console = Console(soft_wrap=True)
     table = Table("component", "", "detail", title="tidemark doctor")

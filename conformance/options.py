@@ -82,6 +82,9 @@ LIMITS: dict[str, Limit] = {
     "hazelcast-lab --puts": Limit(1, 100, "puts per partition and namespace"),
     "hazelcast-lab --seeds": Limit(1, 1_000, "trials per configuration"),
     "hazelcast-lab --max-rounds": Limit(1, 100_000, "anti-entropy rounds before a trial gives up"),
+    "ncache-lab --keys": Limit(1, 1_000_000, "keys per trial, hashed into NCache's 1000 buckets"),
+    "ncache-lab --zipf": Limit(0, 4, "exponent of the value sizes' Zipf law (0: all equal)"),
+    "ncache-lab --max-size": Limit(1, 1 << 40, "bytes of the largest value"),
     "audit --groups": Limit(1, 1000, "cache groups a generated snapshot has"),
     "audit --copies": Limit(1, 64, "copies of each partition, on as many nodes"),
     "audit --nodes": Limit(1, 1000, "nodes of a generated snapshot"),
@@ -420,6 +423,22 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     _master_argument(lab)
     lab.add_argument("--out", type=output_dir, default=Path("reports/hazelcast-lab"), help="plots and tables")
     lab.add_argument("--json", action="store_true", help="print one JSON object")
+
+    ncache = commands.add_parser(
+        "ncache-lab", help="NCache's map by data size beside the hash placements, skewed values (Spark job)"
+    )
+    ncache.add_argument("--keys", type=bounded("ncache-lab --keys"), default=20_000)
+    ncache.add_argument("--zipf", type=bounded("ncache-lab --zipf", float), default=0.6)
+    ncache.add_argument("--max-size", type=bounded("ncache-lab --max-size"), default=1 << 20)
+    ncache.add_argument(
+        "--nodes", type=bounded("distribution --nodes"), nargs="+", default=[4, 8, 16, 32, 64]
+    )
+    ncache.add_argument("--placements", nargs="+", help="e.g. rendezvous ncache-count ncache-bytes")
+    ncache.add_argument("--trials", type=bounded("distribution --trials"), default=10)
+    _seed_argument(ncache, 0, "seed of the keys and topologies")
+    _master_argument(ncache)
+    ncache.add_argument("--out", type=output_dir, default=Path("reports/ncache-lab"), help="plots and tables")
+    ncache.add_argument("--json", action="store_true", help="print one JSON object")
 
     validate = commands.add_parser("validate", help="check implementation traces (ITF JSON lines) with TLC")
     validate.add_argument("traces", type=Path, metavar="TRACES", help="ITF JSON lines or one FILE.itf.json")

@@ -1,10 +1,12 @@
 """What each command prints with --json, and its JSON Schema (conformance/schemas/output/COMMAND.schema.json).
 
-Every command's object carries `holds` (its check holds) and `exit_code` (the code it returns, 0 exactly
-when it holds), beside its result: a pydantic model dumped with some fields left out and, for a few
-commands, some fields added. `OUTPUTS` says which, per command; the CLI dumps through it and the schemas
-are generated from it (`python -m conformance.outputs`), so the two cannot drift apart. A test checks
-every command's real output against its published schema.
+Every command's object carries `holds` (its check holds), `exit_code` (the code it returns, 0 exactly
+when it holds) and `run` (its arguments, its model's constants, the tools' versions, its input files'
+digests and its seconds per phase: conformance/runinfo.py's CommandRun), beside its result: a pydantic
+model dumped with some fields left out and, for a few commands, some fields added. `OUTPUTS` says which,
+per command; the CLI dumps through it and the schemas are generated from it
+(`python -m conformance.outputs`), so the two cannot drift apart. A test checks every command's real
+output against its published schema.
 """
 
 from __future__ import annotations
@@ -45,11 +47,17 @@ class Output:
         return cls
 
     def schema(self, command: str) -> dict[str, Any]:
+        from conformance.runinfo import CommandRun
+
         schema = self.model_class().model_json_schema(mode="serialization")
-        properties = {k: v for k, v in schema["properties"].items() if k not in self.exclude}
-        required = [k for k in schema.get("required", []) if k not in self.exclude]
-        schema["properties"] = {**properties, **self.extra, **VERDICT}
-        schema["required"] = [*required, *self.extra, *VERDICT]
+        # verify's own `run` (a RunInfo) is printed as the CommandRun it becomes.
+        left_out = {*self.exclude, "run"}
+        properties = {k: v for k, v in schema["properties"].items() if k not in left_out}
+        required = [k for k in schema.get("required", []) if k not in left_out]
+        run = CommandRun.model_json_schema(mode="serialization")
+        common = {"run": {k: v for k, v in run.items() if k != "title"} | {"description": CommandRun.__doc__}}
+        schema["properties"] = {**properties, **self.extra, **common, **VERDICT}
+        schema["required"] = [*required, *self.extra, *common, *VERDICT]
         schema["title"] = f"tidemark {command} --json"
         return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
@@ -75,6 +83,7 @@ OUTPUTS: dict[str, Output] = {
     "affinity": Output("conformance.outputs:AffinityOutput"),
     "distribution": Output("conformance.distribution:DistributionReport", frozenset({"trials"})),
     "hazelcast-lab": Output("conformance.hazelcast_lab:LabReport", frozenset({"trials"})),
+    "ncache-lab": Output("conformance.ncache_lab:LabReport", frozenset({"trials"})),
     "validate": Output("conformance.validate:ValidationReport"),
     "validate --mapping": Output("conformance.kit.logs:LogReport"),
     "scenario": Output(
@@ -123,12 +132,20 @@ class GeneratedOutput(BaseModel):
     expected: dict[str, Any]
 
 
-def dump(command: str, result: BaseModel, code: int, **extra: Any) -> str:
-    """The command's JSON text: its result as OUTPUTS says, `extra` fields, and the verdict."""
-    output = OUTPUTS[command]
-    data = result.model_dump(mode="json", by_alias=True, exclude=set(output.exclude))
+def finish(command: str, data: dict[str, Any], code: int, result: BaseModel | None = None) -> str:
+    """The command's JSON text: `data`, its run (timings from `result`) and the verdict."""
+    from conformance.runinfo import command_run
+
+    run = {"run": command_run(command, result).model_dump(mode="json")}
     verdict = {"holds": code == 0, "exit_code": code}
-    return json.dumps({**data, **extra, **verdict}, separators=(",", ":"))
+    return json.dumps({**data, **run, **verdict}, separators=(",", ":"))
+
+
+def dump(command: str, result: BaseModel, code: int, **extra: Any) -> str:
+    """The command's JSON text: its result as OUTPUTS says, `extra` fields, its run and the verdict."""
+    output = OUTPUTS[command]
+    data = result.model_dump(mode="json", by_alias=True, exclude={*output.exclude, "run"})
+    return finish(command, {**data, **extra}, code, result)
 
 
 def emit(command: str, result: BaseModel, code: int, **extra: Any) -> int:

@@ -9,7 +9,8 @@ Per spec (spec/X.tla with its standard model spec/X.cfg):
 
 The VerifyReport keeps every figure apart from the timings in plain fields and the timings in `timings`,
 so that the same inputs and seed give the same report apart from `timings` (tests compare them so).
-Nothing is printed or written here: the CLI prints the summary and conformance/report.py the HTML.
+Nothing is printed here, and nothing written but, with `report_dir`, each spec's files for the report
+(conformance/artefacts.py): the CLI prints the summary and conformance/report/ writes the HTML.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
+from conformance.artefacts import Artefacts
 from conformance.audit.check import AuditCheck, audit_check
 from conformance.campaign import CampaignReport, run_campaign
-from conformance.conform import ConformResult, conform
+from conformance.conform import ConformResult, conform, default_run_dir
+from conformance.counterexample import first_mismatch_path, states_by_depth, violation_path
 from conformance.coverage import Reachability, applicable, campaign_reach, model_reach
 from conformance.deep import DeepReport, run_deep
 from conformance.mappings import MAPPINGS, mapping_for
@@ -81,6 +84,10 @@ class ConformFigures(BaseModel):
     enabledness_mismatches: int
     coverage: dict[str, int] = Field(description="edges replayed per action name")
     examples: list[Mismatch] = Field(description="mismatches kept in full, at most 20")
+    states_by_depth: list[int] = Field(
+        default_factory=list,
+        description="distinct states per breadth-first level of the state graph, from the initial states",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -127,6 +134,11 @@ class SpecReport(BaseModel):
     conformance: ConformFigures | None = Field(description="None without a mapping or a state graph")
     validation: ValidationFigures | None = Field(description="None without a mapping or a state graph")
     timings: Timings
+    artefacts: list[str] = Field(
+        default_factory=list,
+        description="the files written for this spec (ITF traces, the state graph's Parquet tables, the"
+        " replay's summary), relative to the report's directory",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -167,6 +179,16 @@ class VerifyReport(BaseModel):
             and (self.deep is None or self.deep.holds)
         )
 
+    def phases(self) -> dict[str, float]:
+        """Seconds per spec and phase (the JSON's run.timings)."""
+        timings = {}
+        for spec in self.specs:
+            name = spec.spec + (f" ({spec.mutant})" if spec.mutant else "")
+            for phase, seconds in spec.timings.model_dump().items():
+                if phase.endswith("_seconds") and phase != "total_seconds":
+                    timings[f"{name}: {phase.removesuffix('_seconds')}"] = seconds
+        return timings
+
 
 def _tlc_figures(result: TlcResult) -> TlcFigures:
     return TlcFigures(
@@ -179,7 +201,7 @@ def _tlc_figures(result: TlcResult) -> TlcFigures:
     )
 
 
-def _conform_figures(result: ConformResult) -> ConformFigures:
+def _conform_figures(result: ConformResult, graph: Path) -> ConformFigures:
     return ConformFigures(
         master=result.master,
         states=result.states,
@@ -189,6 +211,7 @@ def _conform_figures(result: ConformResult) -> ConformFigures:
         enabledness_mismatches=result.enabledness_mismatches,
         coverage=dict(sorted(result.coverage.items())),
         examples=result.examples,
+        states_by_depth=states_by_depth(graph),
     )
 
 
@@ -213,11 +236,12 @@ def _validate_walks(
     options: TlcOptions,
     master: str | None,
     local: bool,
-) -> tuple[ValidationFigures, float, float]:
+) -> tuple[ValidationFigures, list[Trace], float, float]:
     """Walk the implementation (the mutant, if any) from the spec's initial states, on Spark unless
     `local`; TLC judges the walks.
 
-    Returns the figures, the seconds spent walking and TLC's seconds (initial states and the walks)."""
+    Returns the figures, the walks, the seconds spent walking and TLC's seconds (initial states and the
+    walks)."""
     constants = read_config(config).constants
     started = time.monotonic()
     initial = initial_states(spec, config, options)
@@ -249,16 +273,22 @@ def _validate_walks(
         coverage=_walk_coverage(walks),
     )
     tlc_seconds = walking - started + (validation.tlc_seconds if validation else 0.0)
-    return figures, round(walked - walking, 3), round(tlc_seconds, 3)
+    return figures, walks, round(walked - walking, 3), round(tlc_seconds, 3)
 
 
 def _check_only(
-    spec: Path, config: Path, options: TlcOptions, on_line: Callable[[str], None] | None
+    spec: Path,
+    config: Path,
+    options: TlcOptions,
+    on_line: Callable[[str], None] | None,
+    artefacts: Artefacts | None,
 ) -> SpecReport:
     """A spec without a mapping: TLC's verdict is all there is."""
     result = parse_output(run_tlc(spec, config, options, on_line), source=f"TLC on {spec}")
     if (error := tlc_failure(result, spec, config)) is not None:
         raise error
+    if artefacts is not None and result.violation is not None:
+        artefacts.counterexample(violation_path(result, spec, config))
     return SpecReport(
         spec=spec.stem,
         path=str(spec),
@@ -267,6 +297,7 @@ def _check_only(
         conformance=None,
         validation=None,
         timings=Timings(tlc_seconds=result.seconds, total_seconds=result.seconds),
+        artefacts=artefacts.written if artefacts else [],
     )
 
 
@@ -285,15 +316,21 @@ def verify_spec(
     on_line: Callable[[str], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
     wait: bool = True,
+    report_dir: Path | None = None,
 ) -> SpecReport:
-    """Check, conform and validate one spec against one model (default: its standard model X.cfg)."""
+    """Check, conform and validate one spec against one model (default: its standard model X.cfg); with
+    `report_dir`, its files (ITF traces, the graph's tables, the replay's summary) are written under
+    report_dir/artefacts/ for the report to link to."""
     started = time.monotonic()
     config = config or spec.with_suffix(".cfg")
     options = options or TlcOptions()
+    artefacts = None
+    if report_dir is not None:
+        artefacts = Artefacts(report_dir, f"{spec.stem}-{config.stem}" + (f"-{mutant}" if mutant else ""))
     if spec.stem not in MAPPINGS and mutant is None:  # with a mutant, conform says there is no mapping
         if on_phase is not None:
             on_phase(f"{spec.stem}: model checking with TLC (no mapping: nothing to replay)")
-        return _check_only(spec, config, options, on_line)
+        return _check_only(spec, config, options, on_line, artefacts)
     result = conform(
         spec,
         config,
@@ -312,17 +349,25 @@ def verify_spec(
         graph_reused=result.graph_reused,
         replay_seconds=result.replay_seconds,
     )
+    graph = run_dir or default_run_dir(spec, config)
+    assert result.tlc is not None  # conform always records TLC's result
+    if artefacts is not None and result.tlc.violation is not None:
+        artefacts.counterexample(violation_path(result.tlc, spec, config))
     conformance = validation = None
     # Without a state graph (TLC found a violation or failed) there is nothing to replay, and walks
     # would be judged by a model that does not hold: TLC's outcome is the report.
     if result.outcome == Outcome.OK:
-        conformance = _conform_figures(result)
+        conformance = _conform_figures(result, graph)
         if on_phase is not None:
             on_phase(f"{spec.stem}: validating {traces} implementation walks with TLC")
-        validation, timings.walk_seconds, timings.validation_seconds = _validate_walks(
+        validation, walks, timings.walk_seconds, timings.validation_seconds = _validate_walks(
             spec, config, mutant, traces, steps, seed, options, master, local
         )
-    assert result.tlc is not None  # conform always records TLC's result
+        if artefacts is not None:
+            artefacts.graph(graph)
+            if (path := first_mismatch_path(result, spec, config, graph, mutant)) is not None:
+                artefacts.mismatch(path)
+            artefacts.walks(walks)
     timings.total_seconds = round(time.monotonic() - started, 3)
     return SpecReport(
         spec=spec.stem,
@@ -333,6 +378,7 @@ def verify_spec(
         conformance=conformance,
         validation=validation,
         timings=timings,
+        artefacts=artefacts.written if artefacts else [],
     )
 
 
@@ -350,6 +396,7 @@ def verify(
     reach: bool = False,
     deep: bool = False,
     work_dir: Path = Path("runs/verify"),
+    report_dir: Path | None = None,
     on_line: Callable[[str], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
     wait: bool = True,
@@ -360,7 +407,7 @@ def verify(
     `campaign_walks`, a seeded slice of the random-walk campaign (conformance/campaign.py); with `reach`,
     the boundary situations each standard model reaches; with `deep`, the deep models
     (conformance/deep.py); last, the audit of a small generated snapshot must find exactly its injected
-    divergences (conformance/audit)."""
+    divergences (conformance/audit). With `report_dir`, each spec's files go to report_dir/artefacts/."""
     started = time.monotonic()
     info = run_info(path for spec in specs for path in spec_inputs(spec, spec.with_suffix(".cfg")))
     reports = [
@@ -375,6 +422,7 @@ def verify(
             on_line=on_line,
             on_phase=on_phase,
             wait=wait,
+            report_dir=report_dir,
         )
         for spec in specs
     ]

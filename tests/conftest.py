@@ -54,10 +54,15 @@ def spark() -> Iterator[Any]:
 
 
 def headless_chromium(
-    page: Path, profile: Path, *arguments: str, window: tuple[int, int] = (1280, 2000)
+    page: Path,
+    profile: Path,
+    *arguments: str,
+    window: tuple[int, int] = (1280, 2000),
+    console: list[str] | None = None,
 ) -> str:
     """Run Debian's chromium headless on a local page (flags that keep it off this machine's closed
-    network); returns its stdout. Fails, never skips, when chromium is missing."""
+    network); returns its stdout. Fails, never skips, when chromium is missing. With `console`, the
+    page's console messages (uncaught errors among them) are appended to it."""
     browser = shutil.which("chromium")
     if browser is None:
         pytest.fail(
@@ -76,11 +81,14 @@ def headless_chromium(
         "--disable-sync",
         f"--user-data-dir={profile}",
         f"--window-size={window[0]},{window[1]}",
+        *(["--enable-logging=stderr", "--v=0"] if console is not None else []),
         *arguments,
         page.resolve().as_uri(),
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
+    if console is not None:  # chromium logs each as '[...:INFO:CONSOLE:1] "message", source: ...'
+        console += [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
     return done.stdout
 
 

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from conformance.campaign import run_campaign
-from conformance.coverage import campaign_reach, campaign_section, deep_section, model_reach, reach_section
+from conformance.coverage import campaign_reach, model_reach
 from conformance.deep import DEEP_MODELS, DEEP_ZOO, Check, DeepModelReport, DeepReport, reached
+from conformance.report import html_page
 from conformance.tlc.output import Outcome, parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
+from conformance.verify import VerifyReport
 from conformance.zoo import ZOO
 
 PME_DEEP = next(m for m in DEEP_MODELS if m.name == "PME-deep")
@@ -57,6 +59,10 @@ def test_the_standard_model_reaches_few_of_the_boundaries(tmp_path: Path) -> Non
     )
 
 
+def _page(**parts: object) -> str:
+    return html_page(VerifyReport.model_validate({"specs": [], "traces": 0, "steps": 0, "seed": 0, **parts}))
+
+
 def test_the_report_sections() -> None:
     fixed = Check(
         spec="spec/PMEReach.tla",
@@ -78,7 +84,7 @@ def test_the_report_sections() -> None:
     )
     deep = DeepReport(models=[model], zoo=[])
     assert deep.holds and model.holds
-    page = deep_section(deep)
+    page = _page(deep=deep)
     assert "PrimaryHwmCovers" in page and "merged-left-keeps-gaps" in page and "12 states" in page
     broken = model.model_copy(
         update={"faithful": fixed}
@@ -90,10 +96,11 @@ def test_the_report_sections() -> None:
     # Where the fixes leave a loss, TLC must still find it on the residual model.
     assert model.model_copy(update={"residual": faithful}).holds
     assert not model.model_copy(update={"residual": fixed}).holds
-    assert "left by the fixes: PrimaryHwmCovers" in deep_section(
-        deep.model_copy(update={"models": [model.model_copy(update={"residual": faithful})]})
+    assert "left by the fixes: PrimaryHwmCovers" in _page(
+        deep=deep.model_copy(update={"models": [model.model_copy(update={"residual": faithful})]})
     )
     campaign = run_campaign(walks=5, steps=20, seed=2, corpus=())
     row = campaign_reach(campaign)
-    page = reach_section([row]) + campaign_section(campaign)
+    page = _page(reachability=[row], campaign=campaign)
+    assert '<section id="reach">' in page and "<code>campaign (5 walks, seed 2)</code>" in page
     assert "5 walks" in page and "walks/s" in page and "<script" not in page

@@ -57,6 +57,17 @@ def _commands(tmp: Path) -> dict[str, list[str]]:
             *("--partitions", "2", "--members", "3", "--drops", "0.5", "--parallel", "1", "--seeds", "1"),
             *("--out", str(tmp / "lab")),
         ],
+        "ncache-lab": [
+            "ncache-lab",
+            "--keys",
+            "50",
+            "--nodes",
+            "4",
+            "--trials",
+            "1",
+            "--out",
+            str(tmp / "nc"),
+        ],
         "audit": ["audit", "--generate", str(tmp / "gen"), "--partitions", "4", "--entries", "100"],
         "doctor": ["doctor"],
         "campaign": ["campaign", "--local", "--walks", "2", "--steps", "3", "--out", str(tmp / "camp")],
@@ -76,6 +87,7 @@ USAGE = {
     "scenario": ["--out"],
     "verify": ["--steps", "0"],
     "hazelcast-lab": ["--seeds", "0"],
+    "ncache-lab": ["--zipf", "5"],
     "audit": ["--copies", "0"],
     "doctor": ["--ignite-version"],
     "campaign": ["--walks", "0"],
@@ -98,6 +110,7 @@ def _bad_input(command: str, tmp: Path, argv: list[str]) -> list[str]:
         "scenario": ["scenario", str(broken)],
         "verify": argv,  # its inputs are the standard models: one of them missing
         "hazelcast-lab": [*argv, "--members", "3", "3"],  # a member count twice
+        "ncache-lab": [*argv, "--placements", "fancy"],
         "audit": ["audit", str(tmp / "nope.parquet"), "--local"],
         "campaign": [*argv, "--mutant", "no-such-mutant"],
     }
@@ -117,12 +130,23 @@ FIRST_STEP = {
     "scenario": "conformance.scenarios.run_scenario",
     "verify": "conformance.verify.verify",
     "hazelcast-lab": "conformance.hazelcast_lab.LabConfig",
+    "ncache-lab": "conformance.ncache_lab.LabConfig",
     "audit": "conformance.audit.command._generate",
     "doctor": "conformance.doctor.findings",
     "campaign": "conformance.campaign.run_campaign",
 }
 # The commands that need Java (TLC, or Spark's JVM).
-JAVA = {"check", "conform", "simulate", "zoo", "distribution", "validate", "verify", "hazelcast-lab"}
+JAVA = {
+    "check",
+    "conform",
+    "simulate",
+    "zoo",
+    "distribution",
+    "validate",
+    "verify",
+    "hazelcast-lab",
+    "ncache-lab",
+}
 # The commands that read input beyond their options (doctor only looks at the machine).
 READ_INPUT = sorted(set(FIRST_STEP) - {"doctor"})
 

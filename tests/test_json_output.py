@@ -3,6 +3,7 @@ the code the command really returns (a failing conform once printed "outcome": "
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -51,6 +52,7 @@ def test_holds_and_exit_code_agree_with_the_exit_code(
     assert data["exit_code"] == code and data["holds"] is (code == 0)
     assert code == (1 if name in ("check violated", "conform mutant") else 0)
     assert_output_schema(argv[0], data)
+    _assert_run(argv, data)
     if argv[0] == "conform":  # its mismatch, replayed by explain
         trace = tmp_path / "mismatch.itf.json"
         assert main([*argv, "--out", str(trace)]) == 1
@@ -60,11 +62,33 @@ def test_holds_and_exit_code_agree_with_the_exit_code(
         assert_output_schema("explain", data)
 
 
+def _assert_run(argv: list[str], data: dict[str, object]) -> None:
+    """The command's inputs and timings: every file it was given with its digest, its model's constants,
+    its phases and its whole time."""
+    run = data["run"]
+    assert (
+        isinstance(run, dict) and run["command"].split()[0] == argv[0] and run["python"] and run["tidemark"]
+    )
+    files = [Path(a) for a in argv[1:] if Path(a).is_file()]
+    assert all(run["inputs"][str(f)] == hashlib.sha256(f.read_bytes()).hexdigest() for f in files)
+    timings = run["timings"]
+    assert timings["total"] > 0 and all(seconds <= timings["total"] for seconds in timings.values())
+    if argv[0] in ("check", "conform"):
+        assert run["arguments"]["spec"] == argv[1] and run["java"] and run["tlc"]
+        assert ("tlc" if argv[0] == "conform" else "check") in timings
+    if argv[0] == "conform":
+        assert set(timings) == {"tlc", "load", "replay", "total"}
+        assert run["constants"]["Primary"] == "p"  # tests/models/UpdateCounter-small.cfg's
+        assert run["arguments"]["mutant"] == "no-out-of-order-tracking"
+
+
 def test_audit_generate_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["audit", "--generate", str(tmp_path / "g"), "--partitions", "16", "--entries", "200"]
     code, data = run_json(capsys, argv)
     assert code == 0
     assert_output_schema("audit-generate", data)
+    _assert_run(argv, data)
+    assert data["run"]["arguments"]["partitions"] == 16 and data["run"]["arguments"]["seed"] == 0
 
 
 def test_published_schemas_are_the_generated_ones(tmp_path: Path) -> None:

@@ -1,21 +1,25 @@
 """The main job's result: VerifyReports from real small runs (one holding, one failing with mismatches,
 rejected walks and a TLC counterexample), the HTML report rendered in a real headless chromium
-(screenshot and DOM), determinism, and `tidemark verify` end to end on check-only specs."""
+(screenshot, DOM, console), its links to the run's files, determinism, and `tidemark verify` end to end
+on check-only specs."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from conftest import assert_output_schema, headless_chromium
 from junitparser import JUnitXml
 from PIL import Image
 
 from conformance import cli
+from conformance.counterexample import read_itf
 from conformance.replay import Mismatch
 from conformance.report import (
     action_text,
@@ -25,6 +29,7 @@ from conformance.report import (
     write_report,
 )
 from conformance.tlc.output import Outcome
+from conformance.traces import read_traces
 from conformance.verify import SpecReport, Timings, VerifyReport, verify_spec
 
 SPEC = Path("spec/UpdateCounter.tla")
@@ -34,7 +39,7 @@ MUTANT = "no-out-of-order-tracking"
 # them); the model's restarts and exchanges leave few commits per walk.
 TRACES, STEPS, SEED = 20, 20, 0
 WIDTH, HEIGHT = 1280, 2000
-HOLDS_GREEN, FAILS_RED = (0x17, 0x69, 0x2B), (0xB3, 0x12, 0x1F)  # report.py's verdict colours
+HOLDS_GREEN, FAILS_RED = (0x17, 0x69, 0x2B), (0xB3, 0x12, 0x1F)  # the report's verdict colours (style.css)
 
 pytestmark = pytest.mark.tlc
 
@@ -54,14 +59,29 @@ def _report(*specs: SpecReport) -> VerifyReport:
     return VerifyReport(specs=list(specs), traces=TRACES, steps=STEPS, seed=SEED)
 
 
-def _holding_spec(run_dir: Path) -> SpecReport:
-    return verify_spec(SPEC, SMALL, local=True, run_dir=run_dir, traces=TRACES, steps=STEPS, seed=SEED)
-
-
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # Shared: the mutant's run reuses the holding run's state graph (same spec, model and TLC).
     return tmp_path_factory.mktemp("run")
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report directory the runs write their files to, and the pages are rendered in."""
+    return tmp_path_factory.mktemp("reports")
+
+
+def _holding_spec(run_dir: Path, reports: Path) -> SpecReport:
+    return verify_spec(
+        SPEC,
+        SMALL,
+        local=True,
+        run_dir=run_dir,
+        traces=TRACES,
+        steps=STEPS,
+        seed=SEED,
+        report_dir=reports,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -76,16 +96,24 @@ def falsified(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def holding(run_dir: Path) -> VerifyReport:
-    return _report(_holding_spec(run_dir))
+def holding(run_dir: Path, reports: Path) -> VerifyReport:
+    return _report(_holding_spec(run_dir, reports))
 
 
 @pytest.fixture(scope="module")
-def failing(run_dir: Path, falsified: Path, holding: VerifyReport) -> VerifyReport:
+def failing(run_dir: Path, reports: Path, falsified: Path, holding: VerifyReport) -> VerifyReport:
     mutant = verify_spec(
-        SPEC, SMALL, local=True, mutant=MUTANT, run_dir=run_dir, traces=TRACES, steps=STEPS, seed=SEED
+        SPEC,
+        SMALL,
+        local=True,
+        mutant=MUTANT,
+        run_dir=run_dir,
+        traces=TRACES,
+        steps=STEPS,
+        seed=SEED,
+        report_dir=reports,
     )
-    return _report(mutant, verify_spec(falsified))
+    return _report(mutant, verify_spec(falsified, report_dir=reports))
 
 
 def test_the_small_model_holds(holding: VerifyReport) -> None:
@@ -115,28 +143,50 @@ def _without_timings(report: VerifyReport) -> VerifyReport:
     return report.model_copy(update={"specs": specs, "total_seconds": 0.0})
 
 
-def test_same_inputs_and_seed_give_the_same_report_and_page(run_dir: Path, holding: VerifyReport) -> None:
-    again = _report(_holding_spec(run_dir))
+def test_same_inputs_and_seed_give_the_same_report_and_page(
+    run_dir: Path, reports: Path, holding: VerifyReport
+) -> None:
+    [spec] = holding.specs
+    [walks] = [reports / path for path in spec.artefacts if path.endswith("walks.itf.jsonl")]
+    first = walks.read_bytes()
+    again = _report(_holding_spec(run_dir, reports))
     assert _without_timings(again) == _without_timings(holding)
     assert html_page(_without_timings(again)) == html_page(_without_timings(holding))
+    assert walks.read_bytes() == first  # rewritten, byte for byte
+
+
+def test_states_by_depth_add_up_to_the_graph(holding: VerifyReport) -> None:
+    [spec] = holding.specs
+    assert spec.conformance is not None
+    levels = spec.conformance.states_by_depth
+    # One initial state, every state reached from it, as deep as TLC's search went.
+    assert levels[0] == 1 and all(levels) and sum(levels) == spec.conformance.states
+    assert len(levels) == spec.tlc.depth
 
 
 # --- the page in a real browser ------------------------------------------------------------------------
 
 
 class _Page(HTMLParser):
-    """The text of a page, the text of each <pre class="mermaid"> block, and the attributes of each
-    diagram Mermaid drew in one."""
+    """The text of a page, the text of each <pre class="mermaid"> block, the attributes of each
+    diagram Mermaid drew in one, the labels of the SVG charts and the links' targets."""
 
     def __init__(self, dom: str) -> None:
         super().__init__()
         self.text: list[str] = []
         self.mermaid: list[str] = []
         self.drawn: list[dict[str, str | None]] = []
+        self.charts: list[str] = []
+        self.links: list[str] = []
+        self.console: list[str] = []  # set by _render
         self._in_mermaid = self._in_style = False
         self.feed(dom)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a" and (href := dict(attrs).get("href")) is not None:
+            self.links.append(href)
+        if tag == "svg" and ("role", "img") in attrs:
+            self.charts.append(dict(attrs).get("aria-label") or "")
         if tag == "pre" and ("class", "mermaid") in attrs:
             self._in_mermaid = True
             self.mermaid.append("")
@@ -160,23 +210,34 @@ class _Page(HTMLParser):
         return " ".join(" ".join(self.text).split())
 
 
-def _chromium(page: Path, profile: Path, *arguments: str) -> str:
+def _chromium(page: Path, profile: Path, *arguments: str, console: list[str] | None = None) -> str:
     # The virtual time budget lets Mermaid finish drawing before the screenshot or the DOM dump.
-    return headless_chromium(page, profile, "--virtual-time-budget=10000", *arguments, window=(WIDTH, HEIGHT))
+    return headless_chromium(
+        page, profile, "--virtual-time-budget=10000", *arguments, window=(WIDTH, HEIGHT), console=console
+    )
 
 
-def _render(report: VerifyReport, directory: Path) -> tuple[Image.Image, _Page]:
-    """Write the report, screenshot it and dump its DOM after scripts ran."""
-    page = write_report(report, directory / "reports")
-    # Nothing partial left behind; Mermaid beside the page.
-    assert sorted(p.name for p in page.parent.iterdir()) == ["index.html", "mermaid.min.js"]
+def _render(report: VerifyReport, reports: Path, directory: Path) -> tuple[Image.Image, _Page]:
+    """Write the report in `reports`, screenshot it and dump its DOM (and console) after scripts ran."""
+    page = write_report(report, reports)
+    # Nothing partial left behind; beside the page Mermaid, the JSON, the JUnit XML and the artefacts.
+    assert sorted(p.name for p in page.parent.iterdir()) == [
+        "artefacts",
+        "index.html",
+        "junit.xml",
+        "mermaid.min.js",
+        "report.json",
+    ]
+    assert not list(reports.rglob("*.partial")) and not list(reports.rglob(".*"))
     screenshot = directory / "page.png"
     _chromium(page, directory / "profile", f"--screenshot={screenshot}")
     assert screenshot.stat().st_size > 20_000, "a near-empty screenshot"
     image = Image.open(screenshot)
     image.load()
-    dom = _chromium(page, directory / "profile", "--dump-dom")
-    return image, _Page(dom)
+    console: list[str] = []
+    parsed = _Page(_chromium(page, directory / "profile", "--dump-dom", console=console))
+    parsed.console = console
+    return image, parsed
 
 
 def _has_colour(image: Image.Image, colour: tuple[int, int, int]) -> bool:
@@ -184,8 +245,9 @@ def _has_colour(image: Image.Image, colour: tuple[int, int, int]) -> bool:
     return any(rgb == colour for _, rgb in colours)
 
 
-def test_the_holding_report_renders(holding: VerifyReport, tmp_path: Path) -> None:
-    image, page = _render(holding, tmp_path)
+def test_the_holding_report_renders(holding: VerifyReport, reports: Path, tmp_path: Path) -> None:
+    image, page = _render(holding, reports, tmp_path)
+    assert page.console == []  # no error, no warning, nothing logged
     assert image.format == "PNG" and image.size == (WIDTH, HEIGHT)
     assert _has_colour(image, HOLDS_GREEN) and not _has_colour(image, FAILS_RED)
     [spec] = holding.specs
@@ -203,8 +265,9 @@ def test_the_holding_report_renders(holding: VerifyReport, tmp_path: Path) -> No
     assert "Diagrams drawn by Mermaid" not in text and "mermaid.min.js" not in html_page(holding)
 
 
-def test_the_failing_report_renders(failing: VerifyReport, tmp_path: Path) -> None:
-    image, page = _render(failing, tmp_path)
+def test_the_failing_report_renders(failing: VerifyReport, reports: Path, tmp_path: Path) -> None:
+    image, page = _render(failing, reports, tmp_path)
+    assert page.console == []  # Mermaid drew every diagram without a complaint
     assert image.size == (WIDTH, HEIGHT) and _has_colour(image, FAILS_RED)
     mutant = failing.specs[0]
     assert mutant.conformance is not None and mutant.validation is not None
@@ -228,6 +291,54 @@ def test_the_failing_report_renders(failing: VerifyReport, tmp_path: Path) -> No
     assert all(svg["aria-roledescription"] == "sequence" for svg in page.drawn)
     assert action_text(first.action) in page.mermaid[0] and "sequenceDiagram" not in page.mermaid[0]
     assert "violated: NoExchangeAfterCommit" in page.mermaid[-1]
+
+
+def test_every_link_reaches_a_file_of_the_run_wherever_the_reports_go(
+    holding: VerifyReport, failing: VerifyReport, reports: Path, tmp_path: Path
+) -> None:
+    report = _report(*holding.specs, *failing.specs)
+    _, page = _render(report, reports, tmp_path)
+    assert page.console == []
+    # The plots: per spec with a state graph its states by depth, per spec its seconds per phase.
+    assert {f"{s.spec}: distinct states by depth" for s in report.specs if s.conformance} <= set(page.charts)
+    assert all(f"{s.spec}: seconds per phase" in page.charts for s in report.specs)
+    # Links inside the page name an element of it; the others are relative paths to files that exist in a
+    # copy of the directory made elsewhere.
+    ids = set(re.findall(r'id="([^"]+)"', html_page(report, ["report.json", "junit.xml"])))
+    anchors = [link for link in page.links if link.startswith("#")]
+    files = [link for link in page.links if not link.startswith("#")]
+    assert anchors and all(link[1:] in ids for link in anchors)
+    elsewhere = tmp_path / "copied" / "reports"
+    shutil.copytree(reports, elsewhere)
+    assert all(":" not in link and not link.startswith("/") and ".." not in link for link in files)
+    assert all((elsewhere / link).is_file() for link in files)
+    assert {"report.json", "junit.xml"} <= set(files)
+    assert sorted(files) == sorted({*files})  # each file linked once
+    # Each spec's files are linked, and they are what the run found.
+    holding_spec, mutant, falsified = report.specs
+    names = {
+        spec.spec + (spec.mutant or ""): {Path(p).name: elsewhere / p for p in spec.artefacts}
+        for spec in report.specs
+    }
+    assert all(path in files for spec in report.specs for path in spec.artefacts)
+    kept = names["UpdateCounter"]
+    assert {"states.parquet", "edges.parquet", "summary.json", "walks.itf.jsonl"} <= set(kept)
+    assert "mismatch.itf.json" not in kept and "counterexample.itf.json" not in kept
+    assert holding_spec.conformance is not None
+    assert pq.read_metadata(kept["states.parquet"]).num_rows == holding_spec.conformance.states
+    assert pq.read_metadata(kept["edges.parquet"]).num_rows == holding_spec.conformance.edges
+    assert len(read_traces(kept["walks.itf.jsonl"])) == TRACES
+    wrong = names["UpdateCounter" + MUTANT]
+    assert mutant.validation is not None and mutant.conformance is not None
+    rejected = {t.id for t in read_traces(wrong["walks.itf.jsonl"])} & {
+        r.id for r in mutant.validation.rejected
+    }
+    assert rejected == {"walk-0-12", "walk-0-18"}
+    assert read_itf(wrong["mismatch.itf.json"]).meta["mutant"] == MUTANT
+    violation = falsified.tlc.violation
+    assert violation is not None
+    path = read_itf(names["UpdateCounterFalsified"]["counterexample.itf.json"])
+    assert len(path.states) == len(violation.trace) and "NoExchangeAfterCommit" in path.what
 
 
 # --- diagrams and escaping ------------------------------------------------------------------------------

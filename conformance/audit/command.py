@@ -12,13 +12,13 @@ the audit has succeeded, each file whole or not at all.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from conformance.errors import TidemarkError
+from conformance.outputs import finish
 
 
 def write_whole(path: Path, text: str) -> None:
@@ -53,11 +53,7 @@ def _generate(args: argparse.Namespace) -> int:
         shutil.rmtree(work, ignore_errors=True)
     found = expected.model_dump(exclude={"injections"})
     summary = {"directory": str(target), "config": config.model_dump(), "expected": found}
-    print(
-        json.dumps({**summary, "holds": True, "exit_code": 0})
-        if args.json
-        else _generated_text(target, found)
-    )
+    print(finish("audit --generate", summary, 0) if args.json else _generated_text(target, found))
     return 0
 
 
@@ -117,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         if against is not None:
             payload["against"] = {"dump": str(args.against), "differences": differing}
         code = 1 if report.conflict or differing else 0
-        print(json.dumps({**payload, "holds": code == 0, "exit_code": code}))
+        print(finish("audit", payload, code, report))
         return code
     else:
         print(idle_verify_text(report), end="")

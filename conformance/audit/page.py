@@ -1,7 +1,7 @@
 """The audit's HTML: a section (in `tidemark verify`'s report and in `tidemark audit --report`'s page) with
 the figures, the conflicts per group and per node drawn as bar charts, and the partitions with something
 to say, their records in a table. Plain strings escaped where made, nothing loaded from the network
-(the same conventions as conformance/report.py, whose bar chart it uses)."""
+(the same conventions as conformance/report/, whose bar chart it uses)."""
 
 from __future__ import annotations
 
