@@ -25,6 +25,7 @@ from conformance import options as opt
 from conformance.errors import Terminated, TidemarkError, exit_code
 from conformance.outputs import emit as _emit
 from conformance.progress import Status, console, out, progress
+from conformance.resources import resource
 from conformance.runinfo import invocation
 from conformance.scratch import signals_unwind
 from conformance.spark import executor_python
@@ -33,11 +34,11 @@ from conformance.tlc.runner import TlcOptions
 
 # The standard model of every spec the main job verifies, in dependency order.
 STANDARD_SPECS = [
-    Path("spec/UpdateCounter.tla"),
-    Path("spec/TxCounters.tla"),
-    Path("spec/PME.tla"),
-    Path("spec/HazelcastAntiEntropy.tla"),
-    Path("spec/NCachePartitionReplica.tla"),
+    resource("spec/UpdateCounter.tla"),
+    resource("spec/TxCounters.tla"),
+    resource("spec/PME.tla"),
+    resource("spec/HazelcastAntiEntropy.tla"),
+    resource("spec/NCachePartitionReplica.tla"),
 ]
 
 

@@ -33,11 +33,12 @@ from pydantic import BaseModel, Field
 from conformance.campaign import CampaignReport, run_campaign
 from conformance.errors import TidemarkError
 from conformance.reach import BOUNDARIES
+from conformance.resources import resource
 from conformance.tlc.output import Outcome, TlcResult, parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
 from conformance.zoo import ZOO, SpecCatch, variant_config
 
-SPEC = Path("spec")
+SPEC = resource("spec")
 REACHED = re.compile(r'<<"tidemark-reached", "([^"]+)">>')
 
 
