@@ -42,6 +42,17 @@ STANDARD_SPECS = [
 ]
 
 
+def _standard_specs(names: list[str] | None) -> list[Path]:
+    """The standard models, or the named ones (`verify --only`; a TidemarkError for an unknown name)."""
+    known = {spec.stem: spec for spec in STANDARD_SPECS}
+    unknown = [name for name in names or [] if name not in known]
+    if unknown:
+        raise TidemarkError(
+            f"unknown standard model {unknown[0]!r}", source="--only", expected=f"one of {list(known)}"
+        )
+    return [known[name] for name in names] if names else list(STANDARD_SPECS)
+
+
 def _progress(args: argparse.Namespace) -> AbstractContextManager[Status]:
     return progress(console, json=args.json, quiet=args.quiet, verbose=args.verbose)
 
@@ -339,9 +350,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from conformance.report import summary_table, write_report
     from conformance.verify import verify
 
+    specs = _standard_specs(args.only)
     with locked(args.out, wait=not args.no_wait), _progress(args) as status:
         report = verify(
-            STANDARD_SPECS,
+            specs,
             master=args.master,
             local=args.local,
             options=_tlc_options(args),
