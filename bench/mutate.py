@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, help="a seeded sample of this many mutants per module")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--key", action="append", default=[], help="also measure the mutant with this key (repeatable)"
+    )
+    parser.add_argument(
         "--no-tests", action="store_true", help="do not look for a unit test exposing survivors"
     )
     parser.add_argument("--work", type=Path, default=Path("runs/mutate"), help="where the state graphs go")
@@ -64,9 +67,10 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             target = TARGETS[module]
             chosen = mutants(target.path)
-            if args.sample is not None:
-                picked = random.Random(args.seed).sample(chosen, min(args.sample, len(chosen)))
-                chosen = sorted(picked, key=lambda m: m.index)
+            if args.sample is not None or args.key:
+                picked = random.Random(args.seed).sample(chosen, min(args.sample or 0, len(chosen)))
+                keyed = [m for m in chosen if m.key in args.key and m not in picked]
+                chosen = sorted(picked + keyed, key=lambda m: m.index)
             score = run_module(
                 target,
                 args.work,
@@ -105,8 +109,13 @@ def _rescore(path: Path) -> int:
 
 
 def _progress(result: MutantResult) -> None:
-    mark = "." if result.killed else result.status[0]
-    print(mark, end="", file=sys.stderr, flush=True)
+    """One line per mutant as it ends, so that an interrupted campaign still shows what it measured."""
+    where = f" by {result.model}" if result.model else ""
+    print(
+        f"{result.status}{where} in {result.seconds:.0f} s: L{result.line} {result.key}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _print(score: ModuleScore, seconds: float | None) -> None:

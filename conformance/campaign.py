@@ -43,12 +43,13 @@ from conformance.errors import TidemarkError
 from conformance.invariants import violations
 from conformance.mutants import PME_MUTANTS
 from conformance.reach import BOUNDARIES, impl_reached
+from conformance.resources import resource
 from conformance.scenarios.adapters.pme import PmeSystem
 from conformance.scenarios.format import ScenarioFile, TxStartStep, step_text
 from impl.cluster import Fix, Step, StepNotEnabled, parse_step
 from impl.pme import PME_STEPS, PmeCluster, idle_verify
 
-CORPUS = Path("scenarios")
+CORPUS = resource("scenarios")
 # The share of walks that start on the way of a corpus scenario.
 CORPUS_SHARE = 0.5
 # Steps that change the topology or the disks rather than carry the protocol forward: drawn with odds

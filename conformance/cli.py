@@ -25,6 +25,7 @@ from conformance import options as opt
 from conformance.errors import Terminated, TidemarkError, exit_code
 from conformance.outputs import emit as _emit
 from conformance.progress import Status, console, out, progress
+from conformance.resources import resource
 from conformance.runinfo import invocation
 from conformance.scratch import signals_unwind
 from conformance.spark import executor_python
@@ -33,12 +34,23 @@ from conformance.tlc.runner import TlcOptions
 
 # The standard model of every spec the main job verifies, in dependency order.
 STANDARD_SPECS = [
-    Path("spec/UpdateCounter.tla"),
-    Path("spec/TxCounters.tla"),
-    Path("spec/PME.tla"),
-    Path("spec/HazelcastAntiEntropy.tla"),
-    Path("spec/NCachePartitionReplica.tla"),
+    resource("spec/UpdateCounter.tla"),
+    resource("spec/TxCounters.tla"),
+    resource("spec/PME.tla"),
+    resource("spec/HazelcastAntiEntropy.tla"),
+    resource("spec/NCachePartitionReplica.tla"),
 ]
+
+
+def _standard_specs(names: list[str] | None) -> list[Path]:
+    """The standard models, or the named ones (`verify --only`; a TidemarkError for an unknown name)."""
+    known = {spec.stem: spec for spec in STANDARD_SPECS}
+    unknown = [name for name in names or [] if name not in known]
+    if unknown:
+        raise TidemarkError(
+            f"unknown standard model {unknown[0]!r}", source="--only", expected=f"one of {list(known)}"
+        )
+    return [known[name] for name in names] if names else list(STANDARD_SPECS)
 
 
 def _progress(args: argparse.Namespace) -> AbstractContextManager[Status]:
@@ -342,9 +354,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from conformance.report import summary_table, write_report
     from conformance.verify import verify
 
+    specs = _standard_specs(args.only)
     with locked(args.out, wait=not args.no_wait), _progress(args) as status:
         report = verify(
-            STANDARD_SPECS,
+            specs,
             master=args.master,
             local=args.local,
             options=_tlc_options(args),

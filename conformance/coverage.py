@@ -18,11 +18,12 @@ from pydantic import BaseModel, Field
 from conformance.campaign import CampaignReport, summary_line
 from conformance.deep import DeepReport, reached
 from conformance.reach import BOUNDARIES
+from conformance.resources import resource
 from conformance.tlc.output import Outcome, parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
 
 # The module that records what a model of each spec reaches (it holds the spec, the fixes and the zoo).
-REACH_MODULES = {"PME": Path("spec/PMEReach.tla"), "TxCounters": Path("spec/TxCountersReach.tla")}
+REACH_MODULES = {"PME": resource("spec/PMEReach.tla"), "TxCounters": resource("spec/TxCountersReach.tla")}
 
 
 class Reachability(BaseModel):

@@ -12,7 +12,8 @@ without `action`):
   the findings document (a violation; which invariant and how long the trace are reported);
 - where the fixes leave a loss (a residual model: the fixed protocol with every invariant, or the deep
   model itself when `fixes_hold` is False), TLC must find it, as its finding documents;
-- the bug zoo's entries of issue 20 put into the fixed deep models - TLC must catch each;
+- the bug zoo's entries of issue 20 put into the fixed deep models (with the constants `DEEP_ZOO` changes
+  where the model as it stands cannot reach the bug in time) - TLC must catch each;
 - the random-walk campaign against the same entries' mutants (conformance/campaign.py) - it must catch
   each within a budget of walks.
 
@@ -32,11 +33,12 @@ from pydantic import BaseModel, Field
 from conformance.campaign import CampaignReport, run_campaign
 from conformance.errors import TidemarkError
 from conformance.reach import BOUNDARIES
+from conformance.resources import resource
 from conformance.tlc.output import Outcome, TlcResult, parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
 from conformance.zoo import ZOO, SpecCatch, variant_config
 
-SPEC = Path("spec")
+SPEC = resource("spec")
 REACHED = re.compile(r'<<"tidemark-reached", "([^"]+)">>')
 
 
@@ -81,12 +83,37 @@ DEEP_MODELS: tuple[DeepModel, ...] = (
     ),
 )
 
-# The bug zoo's entries of issue 20, each with the deep model that reaches its bug.
-DEEP_ZOO: dict[str, str] = {
-    "merged-left-finalizes-joiner": "PME-deep",
-    "renting-keeps-counter": "PME-deep",
-    "wal-threshold-inclusive": "PME-deep",
-    "activation-without-demotion": "PME-outage",
+
+@dataclass(frozen=True)
+class DeepCatch:
+    """Where TLC looks for a zoo entry's bug: a deep model, with some of its constants changed when the
+    model as it stands cannot reach the bug (or reaches it only after hours of breadth-first search)."""
+
+    model: str
+    constants: tuple[tuple[str, str], ...] = ()
+
+
+# The bug zoo's entries of issue 20, each with the deep model that reaches its bug (docs/pme.md, section 10).
+DEEP_ZOO: dict[str, DeepCatch] = {
+    "merged-left-finalizes-joiner": DeepCatch("PME-deep"),
+    # The inflated starting counter loses data only through a historical rebalance from it: at threshold
+    # 1 that needs both keys committed (a one-key partition is rebalanced in full, which resets the
+    # counter: with one key the model holds, 335,953 states), deeper than breadth-first search gets in
+    # ten minutes. Threshold 0, one key and crashes after the decision reach it (OwningCoversLwm after 27
+    # states, 93,937 states, with two failures and RENTING->MOVING).
+    "renting-keeps-counter": DeepCatch(
+        "PME-deep", (("TxKeys", "{{0}}"), ("WalRebalanceThreshold", "0"), ("FailAfterDecisions", "TRUE"))
+    ),
+    # With threshold 1 and two single-key transactions no copy can be rebalanced from history at
+    # size == threshold: a lagging copy misses at least one counter, and Ignite's rule needs fewer
+    # missing counters than entries, so 2 entries. Threshold 2 puts the boundary there (a copy at
+    # counter 1 that missed t2, from a supplier holding both keys); one crash after both decisions
+    # reaches it (RebalanceModeAsIgnite after 27 states, 51,632 states), where threshold 2 alone
+    # leaves more than 600,000 states shallower than the bug.
+    "wal-threshold-inclusive": DeepCatch(
+        "PME-deep", (("WalRebalanceThreshold", "2"), ("MaxFailures", "1"), ("FailAfterDecisions", "TRUE"))
+    ),
+    "activation-without-demotion": DeepCatch("PME-outage"),
 }
 # Walks the campaign may take to catch one of them (it stops at the first failure).
 CAMPAIGN_BUDGET = 3000
@@ -128,6 +155,7 @@ class DeepModelReport(BaseModel):
 class DeepZooEntry(BaseModel):
     name: str
     model: str
+    constants: dict[str, str] = Field(default_factory=dict, description="the model's constants changed")
     spec: SpecCatch
     campaign: CampaignReport
 
@@ -190,11 +218,25 @@ def check_model(
     )
 
 
+def with_constants(text: str, constants: Sequence[tuple[str, str]], source: Path) -> str:
+    """A model config's text with the named constants' values replaced."""
+    for name, value in constants:
+        text, found = re.subn(rf"^(\s*{name} = ).*$", rf"\g<1>{value}", text, count=1, flags=re.M)
+        if not found:
+            raise TidemarkError(f"no constant {name}", source=str(source), expected=f"a line '{name} = ...'")
+    return text
+
+
 def catch_in_deep_model(name: str, work_dir: Path, options: TlcOptions) -> SpecCatch:
     """TLC on the fixed deep model with the zoo entry's bug put in (its definition override)."""
     entry = next(e for e in ZOO if e.name == name)
-    model = next(m for m in DEEP_MODELS if m.name == DEEP_ZOO[name])
+    where = DEEP_ZOO[name]
+    model = next(m for m in DEEP_MODELS if m.name == where.model)
     config = variant_config(replace(entry, model=model.config), work_dir)
+    text = with_constants(config.read_text(encoding="utf-8"), where.constants, model.config)
+    changed = ", ".join(f"{k} = {v}" for k, v in where.constants)
+    note = f"\\* Constants changed for this entry (DEEP_ZOO): {changed}.\n" if changed else ""
+    config.write_text(note + text)
     started = time.monotonic()
     result = parse_output(run_tlc(model.spec, config, options), source=f"TLC on {name} in {model.name}")
     violation = result.violation
@@ -234,7 +276,8 @@ def run_deep(
     zoo = [
         DeepZooEntry(
             name=name,
-            model=model,
+            model=catch.model,
+            constants=dict(catch.constants),
             spec=catch_in_deep_model(name, work_dir, options),
             campaign=run_campaign(
                 walks=CAMPAIGN_BUDGET,
@@ -244,7 +287,7 @@ def run_deep(
                 until_failure=CAMPAIGN_ROUND,
             ),
         )
-        for name, model in DEEP_ZOO.items()
-        if model in names
+        for name, catch in DEEP_ZOO.items()
+        if catch.model in names
     ]
     return DeepReport(models=reports, zoo=zoo, seconds=round(time.monotonic() - started, 3))

@@ -511,6 +511,12 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     )
     verify.add_argument("--skip-zoo", action="store_true", help="leave out the bug zoo (tidemark zoo)")
     verify.add_argument(
+        "--only",
+        nargs="+",
+        metavar="SPEC",
+        help="verify these standard models only, by spec name (e.g. UpdateCounter)",
+    )
+    verify.add_argument(
         "--walks",
         type=bounded("verify --walks"),
         default=200,

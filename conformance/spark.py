@@ -17,6 +17,7 @@ watched by the process's guardian: killed with the process, it does not run on.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import logging
 import os
 import shutil
@@ -44,6 +45,7 @@ logger.native.name = org.apache.hadoop.util.NativeCodeLoader
 logger.native.level = error
 """
 
+# The project's packages that executors import, as named inside the distribution's top level.
 _PACKAGES = ("impl", "conformance")
 
 # What the executors' Python must have besides pyspark (which Spark puts on their path itself): the
@@ -57,14 +59,25 @@ def is_local(master: str) -> bool:
 
 
 def _project_zip(directory: Path) -> Path:
-    """Zip the project's packages so executors on another machine can import them."""
-    root = Path(__file__).resolve().parent.parent
+    """Zip the project's packages so executors on another machine can import them, under the names this
+    process imports them by (with the enclosing package's __init__.py when they live inside one)."""
+    parent = (__package__ or "").rpartition(".")[0]
+    names = [f"{parent}.{name}" if parent else name for name in _PACKAGES]
     target = directory / "tidemark-packages.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for package in _PACKAGES:
-            for path in sorted((root / package).rglob("*.py")):
-                archive.write(path, path.relative_to(root).as_posix())
+        if parent:
+            archive.write(_module_file(parent), f"{parent.replace('.', '/')}/__init__.py")
+        for name in names:
+            folder = _module_file(name).parent
+            for path in sorted(folder.rglob("*.py")):
+                archive.write(path, f"{name.replace('.', '/')}/{path.relative_to(folder).as_posix()}")
     return target
+
+
+def _module_file(name: str) -> Path:
+    file = importlib.import_module(name).__file__
+    assert file is not None, f"{name} is a package with an __init__.py"
+    return Path(file).resolve()
 
 
 _PY4J = f"{os.sep}py4j{os.sep}"  # in the path of Py4J's modules

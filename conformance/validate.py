@@ -51,6 +51,7 @@ from pydantic import BaseModel, Field
 from conformance.errors import TidemarkError, ToolError
 from conformance.mappings import State
 from conformance.replay import state_diff
+from conformance.resources import resource
 from conformance.scratch import scratch_dir
 from conformance.tlc.config import ModelConfig, read_config
 from conformance.tlc.dot import read_dot
@@ -155,7 +156,7 @@ def resolve_model(traces: Sequence[Trace], spec: Path | None, config: Path | Non
                 location=trace.location("#meta.spec"),
                 expected=f"every trace in the file for spec {name}",
             )
-    spec = spec if spec is not None else Path("spec") / f"{name}.tla"
+    spec = spec if spec is not None else resource(f"spec/{name}.tla")
     if config is not None:
         return spec, config
     configs = {trace.config for trace in traces}

@@ -34,28 +34,30 @@ from conformance.mappings import mapping_for
 from conformance.mutants import PME_MUTANTS
 from conformance.ncache_mutants import NCACHE_MUTANTS
 from conformance.replay import Mismatch, explain, replay_state
+from conformance.resources import resource
 from conformance.tlc.config import read_config
 from conformance.tlc.output import Outcome, Violation, parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
 
-SPEC = Path("spec/PME.tla")
-FIXED_SPEC = Path("spec/PMEFixed.tla")  # the proposed fixes on: for models where Ignite's protocol loses data
-ZOO_SPEC = Path("spec/PMEZoo.tla")
-SMALL = Path("tests/models/PME-small.cfg")  # 2 servers, two single-key transactions, one crash
-HISTORY = Path("tests/models/PME-history.cfg")  # the same with WAL archive truncation
-HZ_SPEC = Path("spec/HazelcastAntiEntropy.tla")
-HZ_ZOO_SPEC = Path("spec/HazelcastZoo.tla")
-HZ_SMALL = Path("tests/models/HazelcastAntiEntropy-zoo.cfg")  # 2 members, a map and internal, 2 permits
-HZ_PROMOTION = Path("tests/models/HazelcastAntiEntropy-promotion-zoo.cfg")  # 3 members, two crashes
-HZ_LIVENESS = Path("spec/HazelcastAntiEntropy-liveness.cfg")  # convergence under fairness
-MERGED = Path("tests/models/PME-merged.cfg")  # join exchange meets node left (PMEFixed)
-RENTING = Path("tests/models/PME-renting.cfg")  # baseline changes, two crashes: RENTING copies reassigned
-THRESHOLD = Path("tests/models/PME-threshold.cfg")  # a partition whose size equals the WAL threshold
-OUTAGE = Path("tests/models/PME-outage.cfg")  # both servers fail, restart and the cluster is activated
-NC_SPEC = Path("spec/NCachePartitionReplica.tla")
-NC_ZOO_SPEC = Path("spec/NCacheZoo.tla")
-NC_STANDARD = Path("spec/NCachePartitionReplica.cfg")  # 3 nodes, 3 buckets, sync, 3 writes, one leave
-NC_MAINTENANCE = Path("spec/NCachePartitionReplica-maintenance.cfg")  # with a stop for maintenance
+SPEC = resource("spec/PME.tla")
+# The proposed fixes on: for models where Ignite's protocol loses data.
+FIXED_SPEC = resource("spec/PMEFixed.tla")
+ZOO_SPEC = resource("spec/PMEZoo.tla")
+SMALL = resource("tests/models/PME-small.cfg")  # 2 servers, two single-key transactions, one crash
+HISTORY = resource("tests/models/PME-history.cfg")  # the same with WAL archive truncation
+HZ_SPEC = resource("spec/HazelcastAntiEntropy.tla")
+HZ_ZOO_SPEC = resource("spec/HazelcastZoo.tla")
+HZ_SMALL = resource("tests/models/HazelcastAntiEntropy-zoo.cfg")  # 2 members, a map and internal, 2 permits
+HZ_PROMOTION = resource("tests/models/HazelcastAntiEntropy-promotion-zoo.cfg")  # 3 members, two crashes
+HZ_LIVENESS = resource("spec/HazelcastAntiEntropy-liveness.cfg")  # convergence under fairness
+MERGED = resource("tests/models/PME-merged.cfg")  # join exchange meets node left (PMEFixed)
+RENTING = resource("tests/models/PME-renting.cfg")  # baseline changes, two crashes: RENTING copies reassigned
+THRESHOLD = resource("tests/models/PME-threshold.cfg")  # a partition whose size equals the WAL threshold
+OUTAGE = resource("tests/models/PME-outage.cfg")  # both servers fail, restart and the cluster is activated
+NC_SPEC = resource("spec/NCachePartitionReplica.tla")
+NC_ZOO_SPEC = resource("spec/NCacheZoo.tla")
+NC_STANDARD = resource("spec/NCachePartitionReplica.cfg")  # 3 nodes, 3 buckets, sync, 3 writes, one leave
+NC_MAINTENANCE = resource("spec/NCachePartitionReplica-maintenance.cfg")  # with a stop for maintenance
 DEFAULT_WORK_DIR = Path("runs/zoo")
 
 # Each protocol's implementation mutants, by its spec module's name.

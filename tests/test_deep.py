@@ -10,7 +10,17 @@ import pytest
 
 from conformance.campaign import run_campaign
 from conformance.coverage import campaign_reach, model_reach
-from conformance.deep import DEEP_MODELS, DEEP_ZOO, Check, DeepModelReport, DeepReport, reached
+from conformance.deep import (
+    DEEP_MODELS,
+    DEEP_ZOO,
+    Check,
+    DeepModelReport,
+    DeepReport,
+    catch_in_deep_model,
+    reached,
+    with_constants,
+)
+from conformance.errors import TidemarkError
 from conformance.report import html_page
 from conformance.tlc.output import Outcome, parse_output
 from conformance.tlc.runner import TlcOptions, run_tlc
@@ -27,7 +37,28 @@ def test_the_deep_models_and_their_zoo_entries_exist() -> None:
         assert "CONSTRAINT RecordReach" in model.config.read_text()
         assert model.residual is None or model.residual.is_file()
     assert set(DEEP_ZOO) <= {e.name for e in ZOO}
-    assert set(DEEP_ZOO.values()) <= {m.name for m in DEEP_MODELS}
+    assert {c.model for c in DEEP_ZOO.values()} <= {m.name for m in DEEP_MODELS}
+
+
+def test_a_zoo_entry_changes_only_the_named_constants_of_its_deep_model() -> None:
+    text = PME_DEEP.config.read_text()
+    changed = with_constants(text, (("WalRebalanceThreshold", "2"), ("MaxFailures", "1")), PME_DEEP.config)
+    assert "    WalRebalanceThreshold = 2\n" in changed and "    MaxFailures = 1\n" in changed
+    assert "WalRebalanceThreshold = 1" not in changed
+    assert changed.replace("= 2\n", "= 1\n").replace("MaxFailures = 1", "MaxFailures = 2") == text
+    with pytest.raises(TidemarkError, match="no constant Servers"):
+        with_constants(text, (("Servers", "4"),), PME_DEEP.config)
+    for catch in DEEP_ZOO.values():  # every changed constant is one of the model's
+        model = next(m for m in DEEP_MODELS if m.name == catch.model)
+        with_constants(model.config.read_text(), catch.constants, model.config)
+
+
+@pytest.mark.tlc
+@pytest.mark.deep
+def test_the_deep_model_catches_the_inclusive_wal_threshold(tmp_path: Path) -> None:
+    catch = catch_in_deep_model("wal-threshold-inclusive", tmp_path, TlcOptions(workers=2, timeout=1800))
+    assert catch.caught and catch.invariant == "RebalanceModeAsIgnite"
+    assert "WalRebalanceThreshold = 2" in (tmp_path / "configs" / "wal-threshold-inclusive.cfg").read_text()
 
 
 def test_reached_reads_what_tlc_printed() -> None:

@@ -184,6 +184,15 @@ def test_bad_input_exits_2_naming_it(
     assert out == "" and "error:" in err and "Traceback" not in err
 
 
+def test_verify_only_an_unknown_model_exits_2_naming_the_known_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(["verify", "--only", "UpdateCounter", "Nope", "--out", str(tmp_path / "r")], capsys)
+    assert code == BAD_INPUT, err
+    assert out == "" and "--only: unknown standard model 'Nope'" in err and "'PME'" in err
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize("command", sorted(JAVA))
 def test_no_java_exits_3(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch

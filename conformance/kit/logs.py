@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints,
 from conformance.counterexample import action_text
 from conformance.errors import TidemarkError
 from conformance.mappings import State
+from conformance.resources import resource
 from conformance.tlc.runner import TlcOptions
 from conformance.tlc.values import (
     Function,
@@ -420,7 +421,7 @@ def validate_log(
     options: TlcOptions | None = None,
 ) -> LogReport:
     mapping = read_mapping(mapping_path)
-    spec = spec if spec is not None else Path("spec") / f"{mapping.spec}.tla"
+    spec = spec if spec is not None else resource(f"spec/{mapping.spec}.tla")
     config = config or (Path(mapping.config) if mapping.config else spec.with_suffix(".cfg"))
     model = _load_model(spec, config, options, str(log))
     _check_mapping(mapping, model.variables, str(mapping_path))

@@ -29,6 +29,7 @@ from typing import Any, cast
 
 from conformance.mappings import mapping_for
 from conformance.mappings.tx_counters import TxCountersMapping, TxReplay, step_value
+from conformance.resources import resource
 from conformance.scenarios.compare import SideBySide, side_by_side
 from conformance.scenarios.format import STEP_TAGS, ScenarioFile
 from conformance.tlc.config import read_config
@@ -37,7 +38,7 @@ from conformance.traces import Trace
 from impl.cluster import Step, StepNotEnabled
 from impl.pme import PmeCluster
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "spec" / "PME-ignite.cfg"
+DEFAULT_MODEL = resource("spec/PME-ignite.cfg")
 UNDRIVABLE = frozenset({"TxRemap", "LockRemap", "Checkpoint"})
 
 
