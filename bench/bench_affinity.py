@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from impl.affinity import Node, RendezvousConfig, assign_reference, assign_vectorized, make_node
+from tidemark.impl.affinity import Node, RendezvousConfig, assign_reference, assign_vectorized, make_node
 
 
 def _nodes(count: int, seed: int) -> list[Node]:

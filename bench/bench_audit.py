@@ -24,11 +24,11 @@ from typing import Any
 
 from bench_conform import peak_memory
 
-from conformance.audit.audit import AuditReport, audit_snapshots
-from conformance.audit.generate import Expected, GenerateConfig, generate
-from conformance.audit.kernel import KernelOptions
-from conformance.audit.snapshot import open_snapshot
-from conformance.spark import spark_session
+from tidemark.conformance.audit.audit import AuditReport, audit_snapshots
+from tidemark.conformance.audit.generate import Expected, GenerateConfig, generate
+from tidemark.conformance.audit.kernel import KernelOptions
+from tidemark.conformance.audit.snapshot import open_snapshot
+from tidemark.conformance.spark import spark_session
 
 COPIES, PARTITIONS = 3, 1024
 

@@ -29,11 +29,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from conformance.conform import conform, dump_graph, local_processes, replay_locally, replay_with_spark
-from conformance.spark import spark_session
-from conformance.tlc.config import read_config
-from conformance.tlc.output import parse_output
-from conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.conform import (
+    conform,
+    dump_graph,
+    local_processes,
+    replay_locally,
+    replay_with_spark,
+)
+from tidemark.conformance.spark import spark_session
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.output import parse_output
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc
 
 
 def _descendants() -> dict[int, str]:

@@ -20,8 +20,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from conformance.systems import hazelcast_claims as claims
-from conformance.systems.hazelcast import HazelcastHarness
+from tidemark.conformance.systems import hazelcast_claims as claims
+from tidemark.conformance.systems.hazelcast import HazelcastHarness
 
 DROPS = (0.2, 0.4, 0.65, 0.9)
 INTERVALS = (1, 2, 4)

@@ -16,8 +16,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from conformance.systems.hazelcast import HazelcastHarness
-from conformance.systems.hazelcast_walks import walk
+from tidemark.conformance.systems.hazelcast import HazelcastHarness
+from tidemark.conformance.systems.hazelcast_walks import walk
 
 
 def main() -> None:

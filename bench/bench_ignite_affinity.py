@@ -5,7 +5,7 @@
 A case is one partition's owner list or one key's partition. Each case set draws a configuration
 (partition count incl. powers of two and not, 1-40 nodes with string or UUID consistent ids, hosts and
 racks, backups 0-3 or replicated, a rack backup filter or exclNeighbors) and 200 keys (int, long, string
-incl. surrogates, UUID); Ignite's function runs in a JVM of the harness, tidemark's (impl.affinity,
+incl. surrogates, UUID); Ignite's function runs in a JVM of the harness, tidemark's (tidemark.impl.affinity,
 vectorized) here. Prints cases/s for both sides and every difference (zero expected).
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conformance.systems.affinity_check import compare, random_case_set
-from conformance.systems.ignite import DEFAULT_VERSION, AffinityOracle
+from tidemark.conformance.systems.affinity_check import compare, random_case_set
+from tidemark.conformance.systems.ignite import DEFAULT_VERSION, AffinityOracle
 
 
 def main() -> int:

@@ -17,12 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's packages
 
-from conformance.errors import TidemarkError
-from conformance.scenarios import load_scenario, run_scenario
-from conformance.scenarios.adapters.ignite import shared_harness
-from conformance.scenarios.format import ScenarioFile
-from conformance.scenarios.real import cannot_run
-from conformance.systems.ignite import DEFAULT_VERSION
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.scenarios import load_scenario, run_scenario
+from tidemark.conformance.scenarios.adapters.ignite import shared_harness
+from tidemark.conformance.scenarios.format import ScenarioFile
+from tidemark.conformance.scenarios.real import cannot_run
+from tidemark.conformance.systems.ignite import DEFAULT_VERSION
 
 
 def main() -> int:

@@ -22,11 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's packages
 
-from conformance.errors import TidemarkError
-from conformance.scenarios.compare import side_by_side
-from conformance.spark import spark_session
-from conformance.systems.ignite import DEFAULT_VERSION, build_harness
-from conformance.systems.ignite_walks import (
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.scenarios.compare import side_by_side
+from tidemark.conformance.spark import spark_session
+from tidemark.conformance.systems.ignite import DEFAULT_VERSION, build_harness
+from tidemark.conformance.systems.ignite_walks import (
     DEFAULT_MODEL,
     WalkModel,
     as_scenario,
@@ -36,15 +36,15 @@ from conformance.systems.ignite_walks import (
     walk_steps,
     walk_trace,
 )
-from conformance.validate import validate_traces
+from tidemark.conformance.validate import validate_traces
 
 
 def shrink_all(
     model: WalkModel, records: list[dict], seed: int, steps: int, budget: int, out: Path, version: str
 ) -> list[dict]:
     """Each unexplained signature's shortest walk, cut down to a minimal scenario that still shows it."""
-    from conformance.scenarios.adapters.ignite import shared_harness
-    from conformance.systems.ignite_differences import explain
+    from tidemark.conformance.scenarios.adapters.ignite import shared_harness
+    from tidemark.conformance.systems.ignite_differences import explain
 
     found: dict[str, dict] = {}
     for record in sorted(records, key=lambda r: r["steps"]):

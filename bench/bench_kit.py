@@ -22,12 +22,12 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from conformance.conform import DriverOptions, dump_graph, replay_locally, replay_with_drivers
-from conformance.kit.spark import replay_with_spark_drivers
-from conformance.spark import spark_session
-from conformance.tlc.config import read_config
-from conformance.tlc.runner import TlcOptions
-from conformance.tlc.values import Value
+from tidemark.conformance.conform import DriverOptions, dump_graph, replay_locally, replay_with_drivers
+from tidemark.conformance.kit.spark import replay_with_spark_drivers
+from tidemark.conformance.spark import spark_session
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.runner import TlcOptions
+from tidemark.conformance.tlc.values import Value
 
 JAVA = ["examples/java/run"]
 
@@ -77,7 +77,7 @@ def main() -> None:
             return
         baseline = _best(args.repeat, lambda: replay_locally(graph, spec.stem, constants, None))
         print(_line("in this process", baseline, edges, baseline))
-        python = [sys.executable, "-m", "conformance.kit.python_driver", spec.stem]
+        python = [sys.executable, "-m", "tidemark.conformance.kit.python_driver", spec.stem]
         for name, command in (("Java driver", JAVA), ("impl/ through the protocol", python)):
             for processes in (1, 2):
                 options = DriverOptions(command=command, processes=processes)

@@ -34,14 +34,14 @@ from typing import Any
 
 from rich.console import Console
 
-from conformance.scenarios import load_scenario, run_scenario, timeline_table
-from conformance.scenarios.adapters import SYSTEMS
-from conformance.scenarios.checks import expectation_checks
-from conformance.scenarios.format import ScenarioFile
-from conformance.scenarios.runner import timeline_row
-from conformance.scenarios.views.diagram import mermaid_diagram
-from conformance.scenarios.views.page import timeline_html
-from impl.cluster import Cluster, Step
+from tidemark.conformance.scenarios import load_scenario, run_scenario, timeline_table
+from tidemark.conformance.scenarios.adapters import SYSTEMS
+from tidemark.conformance.scenarios.checks import expectation_checks
+from tidemark.conformance.scenarios.format import ScenarioFile
+from tidemark.conformance.scenarios.runner import timeline_row
+from tidemark.conformance.scenarios.views.diagram import mermaid_diagram
+from tidemark.conformance.scenarios.views.page import timeline_html
+from tidemark.impl.cluster import Cluster, Step
 
 SERVERS = ["s1", "s2", "s3"]
 

@@ -18,8 +18,8 @@ import random
 import time
 from collections.abc import Callable
 
-from conformance.tlc.parse import parse_state
-from conformance.tlc.values import canonical_json, state_from_itf, state_to_itf
+from tidemark.conformance.tlc.parse import parse_state
+from tidemark.conformance.tlc.values import canonical_json, state_from_itf, state_to_itf
 
 
 def _pairs(rng: random.Random, most: int) -> str:

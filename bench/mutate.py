@@ -25,10 +25,10 @@ from types import FrameType
 
 from pydantic import TypeAdapter, ValidationError
 
-from conformance.errors import TidemarkError
-from conformance.mutation.campaign import TARGETS, Children, ModuleScore, MutantResult, run_module
-from conformance.mutation.points import mutants
-from conformance.mutation.survivors import SURVIVORS, explanation
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.mutation.campaign import TARGETS, Children, ModuleScore, MutantResult, run_module
+from tidemark.conformance.mutation.points import mutants
+from tidemark.conformance.mutation.survivors import SURVIVORS, explanation
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,11 +26,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from conformance.mappings import mapping_for
-from conformance.tlc.config import read_config
-from conformance.traces import write_traces
-from conformance.validate import initial_states
-from conformance.walks import random_walks
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.traces import write_traces
+from tidemark.conformance.validate import initial_states
+from tidemark.conformance.walks import random_walks
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = Path("spec/UpdateCounter.tla")
@@ -68,7 +68,16 @@ def main() -> int:
         "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={private}",
         "PYTHONPATH": str(ROOT),
     }
-    command = [sys.executable, "-m", "conformance.cli", "validate", str(traces), "--json", "--heap", "256m"]
+    command = [
+        sys.executable,
+        "-m",
+        "tidemark.conformance.cli.main",
+        "validate",
+        str(traces),
+        "--json",
+        "--heap",
+        "256m",
+    ]
 
     def run(_: int) -> tuple[int, str, str]:
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)

@@ -11,8 +11,8 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance.counterexample import Counterexample, write_itf
-from conformance.traces import Trace, write_traces
+from tidemark.conformance.counterexample import Counterexample, write_itf
+from tidemark.conformance.traces import Trace, write_traces
 
 # The run directory's files kept (conformance/conform.py's layout); the dot dump is not kept there.
 GRAPH_FILES = ("states.parquet", "edges.parquet", "mismatches.parquet", "summary.json")

@@ -20,7 +20,7 @@ on backups (gaps). Everything is seeded: walk i of seed s draws from its own ran
 in this process); a failing walk is shrunk (delta debugging over its steps, then its transactions) and
 written as a scenario file that `tidemark scenario` replays.
 
-By default the cluster runs with the proposed fixes on (impl.cluster.Fix): without them it loses data
+By default the cluster runs with the proposed fixes on (tidemark.impl.cluster.Fix): without them it loses data
 in the ways Ignite does (docs/pme.md, section 9), which the campaign then finds - `fixes=()` shows it.
 """
 
@@ -39,15 +39,15 @@ from typing import Any, cast
 from pydantic import BaseModel, Field
 from rich.markup import escape
 
-from conformance.errors import TidemarkError
-from conformance.invariants import violations
-from conformance.mutants import PME_MUTANTS
-from conformance.reach import BOUNDARIES, impl_reached
-from conformance.resources import resource
-from conformance.scenarios.adapters.pme import PmeSystem
-from conformance.scenarios.format import ScenarioFile, TxStartStep, step_text
-from impl.cluster import Fix, Step, StepNotEnabled, parse_step
-from impl.pme import PME_STEPS, PmeCluster, idle_verify
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.invariants import violations
+from tidemark.conformance.reach import BOUNDARIES, impl_reached
+from tidemark.conformance.resources import resource
+from tidemark.conformance.scenarios.adapters.pme import PmeSystem
+from tidemark.conformance.scenarios.format import ScenarioFile, TxStartStep, step_text
+from tidemark.conformance.zoo.mutants import PME_MUTANTS
+from tidemark.impl.cluster import Fix, Step, StepNotEnabled, parse_step
+from tidemark.impl.pme import PME_STEPS, PmeCluster, idle_verify
 
 CORPUS = resource("scenarios")
 # The share of walks that start on the way of a corpus scenario.

@@ -27,13 +27,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, Field, ValidationError
 
-from conformance.errors import TidemarkError, ToolError
-from conformance.kit.driver import Driver
-from conformance.kit.replay import DriverRun, replay_with_driver
-from conformance.locks import locked
-from conformance.mappings import mapping_for
-from conformance.parallel import PARALLEL_EDGES, cores, replay_in_shares
-from conformance.replay import (
+from tidemark.conformance.errors import TidemarkError, ToolError
+from tidemark.conformance.kit.driver import Driver
+from tidemark.conformance.kit.replay import DriverRun, replay_with_driver
+from tidemark.conformance.locks import locked
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.parallel import PARALLEL_EDGES, cores, replay_in_shares
+from tidemark.conformance.replay import (
     RESULTS_DDL,
     RESULTS_SCHEMA,
     Mismatch,
@@ -43,12 +43,12 @@ from conformance.replay import (
     replay_arrow_batches,
     results_batches,
 )
-from conformance.spark import SparkWarmup, is_local, session_running, spark_session
-from conformance.tlc.config import read_config
-from conformance.tlc.dot import GRAPH_FORMAT, GraphSummary, dot_to_parquet
-from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
-from conformance.tlc.runner import TlcOptions, find_jar, find_java, run_tlc
-from conformance.tlc.values import Value
+from tidemark.conformance.spark import SparkWarmup, is_local, session_running, spark_session
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.dot import GRAPH_FORMAT, GraphSummary, dot_to_parquet
+from tidemark.conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
+from tidemark.conformance.tlc.runner import TlcOptions, find_jar, find_java, run_tlc
+from tidemark.conformance.tlc.values import Value
 
 
 class DriverOptions(BaseModel):
@@ -170,7 +170,7 @@ def _prepare_worker(
 def warm_up_replay(spec: str, constants: Mapping[str, Value], mutant: str | None, spark: Any) -> None:
     """Run the replay's plan over a one-state graph on `spark`: the JVM loads and compiles the plan's
     classes and the Python workers start and import the mapping, before the real graph exists."""
-    from conformance.tlc.dot import EDGES_SCHEMA, STATES_SCHEMA
+    from tidemark.conformance.tlc.dot import EDGES_SCHEMA, STATES_SCHEMA
 
     states = {"fp": [0], "initial": [True], "state": ["{}"], "action": ["{}"], "digest": [0]}
     edges = {"src": [0], "dst": [0], "label": [""]}
@@ -528,7 +528,7 @@ def conform(
         started = time.monotonic()
         in_process, result.engine = replay_engine(graph.edges, master, local)
         if driver is not None and (driver.spark or master is not None) and not driver.walk:
-            from conformance.kit.spark import replay_with_spark_drivers
+            from tidemark.conformance.kit.spark import replay_with_spark_drivers
 
             phase(f"starting Spark: replaying through drivers on {master or 'local[*]'}")
             spark = stack.enter_context(spark_session(master))

@@ -24,12 +24,12 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.markup import escape
 
-from conformance.conform import default_run_dir
-from conformance.errors import TidemarkError
-from conformance.replay import value_changes
-from conformance.tlc.config import read_config
-from conformance.tlc.output import TlcResult, TraceStep
-from conformance.tlc.values import (
+from tidemark.conformance.conform import default_run_dir
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.replay import value_changes
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.output import TlcResult, TraceStep
+from tidemark.conformance.tlc.values import (
     Record,
     Value,
     format_value,

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from conformance.campaign import CampaignReport, summary_line
-from conformance.deep import DeepReport, reached
-from conformance.reach import BOUNDARIES
-from conformance.resources import resource
-from conformance.tlc.output import Outcome, parse_output
-from conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.campaign import CampaignReport, summary_line
+from tidemark.conformance.deep import DeepReport, reached
+from tidemark.conformance.reach import BOUNDARIES
+from tidemark.conformance.resources import resource
+from tidemark.conformance.tlc.output import Outcome, parse_output
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc
 
 # The module that records what a model of each spec reaches (it holds the spec, the fixes and the zoo).
 REACH_MODULES = {"PME": resource("spec/PMEReach.tla"), "TxCounters": resource("spec/TxCountersReach.tla")}

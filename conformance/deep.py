@@ -30,13 +30,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from conformance.campaign import CampaignReport, run_campaign
-from conformance.errors import TidemarkError
-from conformance.reach import BOUNDARIES
-from conformance.resources import resource
-from conformance.tlc.output import Outcome, TlcResult, parse_output
-from conformance.tlc.runner import TlcOptions, run_tlc
-from conformance.zoo import ZOO, SpecCatch, variant_config
+from tidemark.conformance.campaign import CampaignReport, run_campaign
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.reach import BOUNDARIES
+from tidemark.conformance.resources import resource
+from tidemark.conformance.tlc.output import Outcome, TlcResult, parse_output
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.zoo.entries import ZOO, SpecCatch, variant_config
 
 SPEC = resource("spec")
 REACHED = re.compile(r'<<"tidemark-reached", "([^"]+)">>')

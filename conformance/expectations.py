@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from conformance.errors import TidemarkError
-from conformance.tlc.output import Outcome, TlcResult
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.tlc.output import Outcome, TlcResult
 
 _DIRECTIVE = re.compile(r"^\\\*\s*tidemark:\s*expect\s+(\S+)(?:\s+(\S+))?\s*$", re.M)
 

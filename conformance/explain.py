@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from conformance.counterexample import Counterexample, action_text, read_itf
-from conformance.errors import TidemarkError
-from conformance.mappings import ReplayError, mapping_for
-from conformance.replay import state_diff
-from conformance.tlc.config import read_config
-from conformance.tlc.values import Value, from_itf
+from tidemark.conformance.counterexample import Counterexample, action_text, read_itf
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.mappings import ReplayError, mapping_for
+from tidemark.conformance.replay import state_diff
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.values import Value, from_itf
 
 
 class ExplainedStep(BaseModel):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from impl.cluster import ACTIVE, NearState, Step
-from impl.pme import Demand, PartState, PmeCluster, covered, durable_counters, idle_verify
-from impl.wal import DataRecord, RollbackRecord
+from tidemark.impl.cluster import ACTIVE, NearState, Step
+from tidemark.impl.pme import Demand, PartState, PmeCluster, covered, durable_counters, idle_verify
+from tidemark.impl.wal import DataRecord, RollbackRecord
 
 Check = Callable[[PmeCluster], Iterator[str]]
 

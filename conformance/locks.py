@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from conformance.errors import TidemarkError, ToolError
-from conformance.scratch import hold, release
+from tidemark.conformance.errors import TidemarkError, ToolError
+from tidemark.conformance.scratch import hold, release
 
 LOCK_FILE = ".tidemark.lock"
 

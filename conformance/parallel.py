@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from conformance.replay import RESULTS_SCHEMA, replay_states, results_batches
-from conformance.tlc.values import Value
+from tidemark.conformance.replay import RESULTS_SCHEMA, replay_states, results_batches
+from tidemark.conformance.tlc.values import Value
 
 Row = tuple[int, str, list[tuple[int, int, str]]]
 

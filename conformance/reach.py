@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from conformance.tlc.values import Record, Value
-from impl.cluster import Step
-from impl.pme import Demand, Event, PartState, PmeCluster
-from impl.wal import DataRecord
+from tidemark.conformance.tlc.values import Record, Value
+from tidemark.impl.cluster import Step
+from tidemark.impl.pme import Demand, Event, PartState, PmeCluster
+from tidemark.impl.wal import DataRecord
 
 BOUNDARIES = (
     "key 0",

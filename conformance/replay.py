@@ -21,8 +21,8 @@ from typing import Any, Literal
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
-from conformance.mappings import ReplayError, SpecMapping, State, mapping_for
-from conformance.tlc.values import (
+from tidemark.conformance.mappings import ReplayError, SpecMapping, State, mapping_for
+from tidemark.conformance.tlc.values import (
     Function,
     Record,
     Value,

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from conformance.errors import TidemarkError
+from tidemark.conformance.errors import TidemarkError
 
 # "EXTENDS Naturals, UpdateCounter" and "X == INSTANCE UpdateCounter WITH ...": the modules a spec uses.
 _USES = re.compile(r"\b(?:EXTENDS|INSTANCE)\s+([\w\s,]+?)(?:\bWITH\b|$)", re.MULTILINE)
@@ -48,7 +48,7 @@ def _version(package: str) -> str | None:
 
 
 def _java() -> str | None:
-    from conformance.tlc.runner import find_java
+    from tidemark.conformance.tlc.runner import find_java
 
     try:
         done = subprocess.run([find_java(), "-version"], capture_output=True, text=True, timeout=30)
@@ -59,7 +59,7 @@ def _java() -> str | None:
 
 
 def _tlc() -> str | None:
-    from conformance.tlc.runner import find_jar
+    from tidemark.conformance.tlc.runner import find_jar
 
     try:
         jar = find_jar()
@@ -103,7 +103,8 @@ def run_info(inputs: Iterable[Path]) -> RunInfo:
     )
 
 
-# --- a command's inputs and timings, in every command's --json (conformance/outputs.py) ---------------------
+# --- a command's inputs and timings, in every command's --json (conformance/cli/outputs.py)
+# ---------------------
 
 
 class CommandRun(RunInfo):
@@ -175,8 +176,8 @@ def phase_timings(command: str, result: BaseModel) -> dict[str, float]:
 def _model_inputs(arguments: dict[str, Any]) -> tuple[list[Path], dict[str, Any] | None]:
     """The input files named by the arguments (a spec brings its config and modules) and the constants of
     the model config, if there is one."""
-    from conformance.tlc.config import read_config
-    from conformance.tlc.values import to_itf
+    from tidemark.conformance.tlc.config import read_config
+    from tidemark.conformance.tlc.values import to_itf
 
     files = [v for v in arguments.values() if isinstance(v, Path) and v.is_file()]
     spec, config = arguments.get("spec"), arguments.get("config")

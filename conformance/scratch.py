@@ -33,8 +33,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
 
-from conformance.errors import Terminated, ToolError
-from conformance.guardian import process_stat
+from tidemark.conformance.errors import Terminated, ToolError
+from tidemark.conformance.guardian import process_stat
 
 GUARDIAN = Path(__file__).with_name("guardian.py")
 ROOT_PREFIX = "tidemark-"

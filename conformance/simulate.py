@@ -19,16 +19,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from conformance.errors import TidemarkError
-from conformance.mappings import ReplayError, SpecMapping, mapping_for
-from conformance.replay import state_diff
-from conformance.scratch import scratch_dir
-from conformance.spark import spark_session
-from conformance.tlc.config import read_config
-from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
-from conformance.tlc.parse import TlaValueError, parse_state
-from conformance.tlc.runner import TlcOptions, run_tlc
-from conformance.tlc.values import (
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.mappings import ReplayError, SpecMapping, mapping_for
+from tidemark.conformance.replay import state_diff
+from tidemark.conformance.scratch import scratch_dir
+from tidemark.conformance.spark import spark_session
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
+from tidemark.conformance.tlc.parse import TlaValueError, parse_state
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.tlc.values import (
     Value,
     canonical_json,
     canonical_state_json,

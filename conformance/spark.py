@@ -31,7 +31,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from conformance.scratch import scratch_dir, scratch_root, watch
+from tidemark.conformance.scratch import scratch_dir, scratch_root, watch
 
 _LOG4J = """\
 rootLogger.level = warn

@@ -15,7 +15,7 @@ out and read by ITF tools::
 - ``states[0]`` must be an initial state of the spec and each next state one step of it.
 
 The JSON Schema (conformance/schemas/trace.schema.json) is generated from ``ItfTrace``:
-``python -m conformance.traces`` rewrites it; a test keeps it in sync.
+``python -m tidemark.conformance.traces`` rewrites it; a test keeps it in sync.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, ValidationError
 
-from conformance.errors import TidemarkError
-from conformance.mappings import State
-from conformance.tlc.values import JSON, from_itf, state_to_itf
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.mappings import State
+from tidemark.conformance.tlc.values import JSON, from_itf, state_to_itf
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "trace.schema.json"
 
@@ -191,7 +191,7 @@ def read_itf_trace(path: Path, spec: str | None = None) -> Trace:
     """One ITF trace in a file of its own, as Apalache (``--out-itf``) and Quint (``--out-itf``) write it
     and tidemark writes counterexamples: read through itf-py. Its spec is `spec`, else its ``#meta.spec``,
     else the module its ``#meta.source`` names (Apalache: ``UpdateCounter.tla``)."""
-    from conformance.counterexample import read_itf  # pyarrow and the rest only when needed
+    from tidemark.conformance.counterexample import read_itf  # pyarrow and the rest only when needed
 
     itf = read_itf(path)
     source = str(itf.meta.get("source", ""))

@@ -48,16 +48,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from conformance.errors import TidemarkError, ToolError
-from conformance.mappings import State
-from conformance.replay import state_diff
-from conformance.resources import resource
-from conformance.scratch import scratch_dir
-from conformance.tlc.config import ModelConfig, read_config
-from conformance.tlc.dot import read_dot
-from conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
-from conformance.tlc.runner import TlcOptions, run_tlc
-from conformance.tlc.values import (
+from tidemark.conformance.errors import TidemarkError, ToolError
+from tidemark.conformance.mappings import State
+from tidemark.conformance.replay import state_diff
+from tidemark.conformance.resources import resource
+from tidemark.conformance.scratch import scratch_dir
+from tidemark.conformance.tlc.config import ModelConfig, read_config
+from tidemark.conformance.tlc.dot import read_dot
+from tidemark.conformance.tlc.output import Outcome, TlcResult, parse_output, tlc_failure
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.tlc.values import (
     JSON,
     TLC_INT_MAX,
     TLC_INT_MIN,
@@ -69,7 +69,7 @@ from conformance.tlc.values import (
     integers_beyond_tlc,
     state_from_itf,
 )
-from conformance.traces import Trace
+from tidemark.conformance.traces import Trace
 
 # Traces per TLC run: one JVM start is ~1 s, and the generated module grows with the batch.
 BATCH_SIZE = 500

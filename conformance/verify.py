@@ -1,7 +1,7 @@
 """`tidemark verify`, the main job: every spec's standard model checked, conformed and validated.
 
 Per spec (spec/X.tla with its standard model spec/X.cfg):
-1. TLC model-checks the model. For a spec with a mapping (conformance.mappings.MAPPINGS) this is the
+1. TLC model-checks the model. For a spec with a mapping (tidemark.conformance.mappings.MAPPINGS) this is the
    state-graph dump of `conform`, which then replays every edge and state on the implementation
    (spec -> impl); a spec without one is only model-checked.
 2. impl -> spec: seeded random walks of the implementation (conformance/walks.py) are validated by TLC
@@ -24,25 +24,25 @@ from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
-from conformance.artefacts import Artefacts
-from conformance.audit.check import AuditCheck, audit_check
-from conformance.campaign import CampaignReport, run_campaign
-from conformance.conform import ConformResult, conform, default_run_dir
-from conformance.counterexample import first_mismatch_path, states_by_depth, violation_path
-from conformance.coverage import Reachability, applicable, campaign_reach, model_reach
-from conformance.deep import DeepReport, run_deep
-from conformance.mappings import MAPPINGS, mapping_for
-from conformance.replay import Mismatch
-from conformance.runinfo import RunInfo, run_info, spec_inputs
-from conformance.spark import spark_session
-from conformance.tlc.config import read_config
-from conformance.tlc.output import Outcome, TlcResult, Violation, parse_output, tlc_failure
-from conformance.tlc.runner import TlcOptions, run_tlc
-from conformance.tlc.values import Record
-from conformance.traces import Trace
-from conformance.validate import Rejection, initial_states, validate_traces
-from conformance.walks import random_walks, random_walks_on_spark
-from conformance.zoo import ZooReport, run_zoo
+from tidemark.conformance.artefacts import Artefacts
+from tidemark.conformance.audit.check import AuditCheck, audit_check
+from tidemark.conformance.campaign import CampaignReport, run_campaign
+from tidemark.conformance.conform import ConformResult, conform, default_run_dir
+from tidemark.conformance.counterexample import first_mismatch_path, states_by_depth, violation_path
+from tidemark.conformance.coverage import Reachability, applicable, campaign_reach, model_reach
+from tidemark.conformance.deep import DeepReport, run_deep
+from tidemark.conformance.mappings import MAPPINGS, mapping_for
+from tidemark.conformance.replay import Mismatch
+from tidemark.conformance.runinfo import RunInfo, run_info, spec_inputs
+from tidemark.conformance.spark import spark_session
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.output import Outcome, TlcResult, Violation, parse_output, tlc_failure
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.tlc.values import Record
+from tidemark.conformance.traces import Trace
+from tidemark.conformance.validate import Rejection, initial_states, validate_traces
+from tidemark.conformance.walks import random_walks, random_walks_on_spark
+from tidemark.conformance.zoo.entries import ZooReport, run_zoo
 
 # Implementation traces per spec and steps per walk: 100 walks of 30 steps cover every action of the
 # standard counter model many times over and validate in one TLC run of a few seconds.
@@ -403,7 +403,7 @@ def verify(
 ) -> VerifyReport:
     """The main job: every spec's standard model checked, replayed on the implementation (Spark on
     `master`, or in this process when `local`) and `traces` seeded implementation walks validated; with
-    `zoo`, every bug of the zoo must be caught by TLC and by conformance (conformance/zoo.py); with
+    `zoo`, every bug of the zoo must be caught by TLC and by conformance (conformance/zoo/entries.py); with
     `campaign_walks`, a seeded slice of the random-walk campaign (conformance/campaign.py); with `reach`,
     the boundary situations each standard model reaches; with `deep`, the deep models
     (conformance/deep.py); last, the audit of a small generated snapshot must find exactly its injected

@@ -18,9 +18,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from conformance.mappings import SpecMapping, State, mapping_for
-from conformance.tlc.values import Value, canonical_json, state_to_itf, value_sort_key
-from conformance.traces import Trace
+from tidemark.conformance.mappings import SpecMapping, State, mapping_for
+from tidemark.conformance.tlc.values import Value, canonical_json, state_to_itf, value_sort_key
+from tidemark.conformance.traces import Trace
 
 
 def random_walk(mapping: SpecMapping, start: State, steps: int, rng: random.Random) -> list[State]:

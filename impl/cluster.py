@@ -3,7 +3,7 @@
 `Cluster` is a value: servers (up, crashed or restarted), the topology version and the owner lists it
 maps on, the near node's transactions, per server its transactions (holding key locks), per partition
 counters (`impl.counter.PartitionUpdateCounter`), data and disk (`impl.wal`), and the network of
-in-flight messages (`impl.messages`). Every protocol step is one method with explicit parameters that
+in-flight messages (`tidemark.impl.messages`). Every protocol step is one method with explicit parameters that
 returns a new Cluster and leaves this one unchanged; `enabled()` lists the steps possible now as
 `Step` values and `apply(step)` takes one. Nothing here chooses: the caller picks the step, and so the
 order of delivery, the moment of a crash and the near node's decisions. spec/TxCounters.tla is the
@@ -34,9 +34,9 @@ from typing import Any
 
 from immutables import Map
 
-from impl.affinity import key_partition
-from impl.counter import PartitionUpdateCounter
-from impl.messages import (
+from tidemark.impl.affinity import key_partition
+from tidemark.impl.counter import PartitionUpdateCounter
+from tidemark.impl.messages import (
     NEAR,
     DhtFinishRequest,
     DhtFinishResponse,
@@ -52,7 +52,7 @@ from impl.messages import (
     Write,
     receiver,
 )
-from impl.wal import DataRecord, Disk, Entry, RollbackRecord
+from tidemark.impl.wal import DataRecord, Disk, Entry, RollbackRecord
 
 INITIAL_VERSION = Version(1, 0)
 

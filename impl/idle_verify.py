@@ -3,7 +3,7 @@
 `control.sh --cache idle_verify` runs, on every node, IdleVerifyUtility.calculatePartitionHash over each
 local copy of a partition and sends back one PartitionHashRecord per copy; IdleVerifyResult.Builder then
 compares, per partition, the copies with each other. This module holds both halves as Ignite 2.18 defines
-them, for the model's clusters (impl.pme.idle_verify) and for snapshots of real grids at scale
+them, for the model's clusters (tidemark.impl.pme.idle_verify) and for snapshots of real grids at scale
 (conformance/audit):
 
 - a copy's record: `size` (its entries), `part_hash` = sum of key.hashCode() + sum of
@@ -26,7 +26,7 @@ from enum import StrEnum
 from itertools import pairwise
 from typing import Final
 
-from impl.affinity import MASK32, hash_long, to_int32
+from tidemark.impl.affinity import MASK32, hash_long, to_int32
 
 #: PartitionHashRecord.MOVING_PARTITION_SIZE: the size a MOVING copy reports (Long.MIN_VALUE).
 MOVING_SIZE: Final = -(1 << 63)

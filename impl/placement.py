@@ -1,4 +1,5 @@
-"""Alternative partition placements, for comparison with Ignite's rendezvous (conformance/distribution.py).
+"""Alternative partition placements, for comparison with Ignite's rendezvous
+(conformance/lab/distribution.py).
 
 Each placement is a pure function (partitions, node names, backups) -> Assignment: per partition, indices
 into `nodes`, primary first. Owners of a partition are distinct; a partition has min(backups + 1, nodes)
@@ -13,7 +14,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import TypeAlias
 
-from impl.affinity import (
+from tidemark.impl.affinity import (
     MASK32,
     MASK64,
     Assignment,

@@ -1,6 +1,6 @@
 """The whole partition-consistency protocol: transactions, topology changes, PME and rebalancing.
 
-`PmeCluster` extends `impl.cluster.Cluster` (2PC counter assignment) with what spec/PME.tla adds:
+`PmeCluster` extends `tidemark.impl.cluster.Cluster` (2PC counter assignment) with what spec/PME.tla adds:
 
 - topology events: NodeFail (memory lost, disk and partition states kept), Restart (copies rebuilt from
   the disk, not yet in the topology), Join (back in the topology), BaselineChange (the baseline becomes
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from impl.cluster import ACTIVE, STEPS, Cluster, Config, Fix, NearState, NearTx, Node
-from impl.counter import CounterInconsistencyError, PartitionUpdateCounter
-from impl.idle_verify import (
+from tidemark.impl.cluster import ACTIVE, STEPS, Cluster, Config, Fix, NearState, NearTx, Node
+from tidemark.impl.counter import CounterInconsistencyError, PartitionUpdateCounter
+from tidemark.impl.idle_verify import (
     HashRecord,
     RecordState,
     compare,
@@ -43,8 +43,8 @@ from impl.idle_verify import (
     record,
     version_hash,
 )
-from impl.messages import LockResponse, Message, Version, receiver
-from impl.wal import DataRecord, Disk, Entry, RebalancedRecord, RollbackRecord, counter_meta
+from tidemark.impl.messages import LockResponse, Message, Version, receiver
+from tidemark.impl.wal import DataRecord, Disk, Entry, RebalancedRecord, RollbackRecord, counter_meta
 
 
 class PartState(StrEnum):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from impl.counter import PartitionUpdateCounter
+from tidemark.impl.counter import PartitionUpdateCounter
 
 
 @dataclass(frozen=True, order=True, slots=True)

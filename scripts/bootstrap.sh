@@ -90,8 +90,8 @@ build_harnesses() {
     # Each skipped when its jar is newer than the module's sources; Maven's repository is .cache/m2, so only
     # the first build downloads (Ignite 2.18.0, Hazelcast 5.7.0 and their dependencies from Maven Central).
     "$venv/bin/python" -c 'import sys
-from conformance.errors import ToolError
-from conformance.systems import hazelcast, ignite
+from tidemark.conformance.errors import ToolError
+from tidemark.conformance.systems import hazelcast, ignite
 try:
     ignite.build_harness()
     hazelcast.build_harness()

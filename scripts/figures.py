@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from conformance.tlc.output import parse_output, tlc_failure  # noqa: E402
-from conformance.tlc.runner import TlcOptions, run_tlc  # noqa: E402
+from tidemark.conformance.tlc.output import parse_output, tlc_failure  # noqa: E402
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc  # noqa: E402
 
 FIGURES = ROOT / "docs" / "figures.json"
 

@@ -6,7 +6,7 @@
 (*                                                                         *)
 (*     CONSTANT Replayed <- NothingReplayed                                *)
 (*                                                                         *)
-(* so the correct spec stays untouched. `tidemark zoo` (conformance/zoo.py) *)
+(* so the correct spec stays untouched. `tidemark zoo` (conformance/zoo/entries.py) *)
 (* writes those configs, runs TLC on this module and expects a             *)
 (* counterexample for each; docs/bugzoo.md and docs/ncache.md explain them.*)
 (***************************************************************************)

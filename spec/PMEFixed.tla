@@ -33,7 +33,7 @@
 (*     CONSTANT RecoveredRollbackCloses <-[TxCounters] ClosingRecoveredRanges *)
 (*              HwmFloor <- HighestAppliedAnywhere                         *)
 (*              GapsClosedAtExchange <- UncoveredGaps                      *)
-(* impl.cluster.Fix has the same changes, and conformance replays this     *)
+(* tidemark.impl.cluster.Fix has the same changes, and conformance replays this     *)
 (* module's models on a cluster with every fix on.                         *)
 (***************************************************************************)
 EXTENDS PME

@@ -9,7 +9,7 @@
 (*     CONSTANT Update <-[UpdateCounter] UpdateWithoutTracking             *)
 (*                                                                         *)
 (* so the correct spec stays untouched and every bug is one line away.     *)
-(* `tidemark zoo` (conformance/zoo.py) writes those configs, runs TLC on   *)
+(* `tidemark zoo` (conformance/zoo/entries.py) writes those configs, runs TLC on   *)
 (* this module and expects a counterexample for each; docs/bugzoo.md       *)
 (* explains them. It extends spec/PMEFixed.tla so that a bug can also be   *)
 (* put into a model of the fixed protocol (the deep models).               *)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from conformance.spark import spark_session
+from tidemark.conformance.spark import spark_session
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT_SCHEMAS = ROOT / "conformance" / "schemas" / "output"
@@ -109,7 +109,7 @@ class Isolated:
         }
 
     def command(self, *arguments: str) -> list[str]:
-        return [sys.executable, "-m", "conformance.cli", *arguments]
+        return [sys.executable, "-m", "tidemark.conformance.cli.main", *arguments]
 
     def run(self, *arguments: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -172,8 +172,8 @@ def isolated(tmp_path: Path) -> Iterator[Isolated]:
 
 def distinct_traces(runs: list[tuple[dict[str, Any], ...]], spec: str, config: Path) -> list[Any]:
     """Hypothesis schedules (each a tuple of spec states) as distinct ITF traces of `spec` on `config`."""
-    from conformance.tlc.values import canonical_json, state_to_itf
-    from conformance.traces import Trace
+    from tidemark.conformance.tlc.values import canonical_json, state_to_itf
+    from tidemark.conformance.traces import Trace
 
     distinct = {canonical_json([state_to_itf(s) for s in run]): run for run in runs}
     return [
@@ -184,6 +184,6 @@ def distinct_traces(runs: list[tuple[dict[str, Any], ...]], spec: str, config: P
 
 def action_names(trace: Any) -> set[str]:
     """The names of the actions a trace takes."""
-    from conformance.tlc.values import Record
+    from tidemark.conformance.tlc.values import Record
 
     return {str(s["action"]["name"]) for s in trace.states if isinstance(s["action"], Record)}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from impl.affinity import (
+from tidemark.impl.affinity import (
     ALL_BACKUPS,
     JavaLong,
     Node,

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from impl import placement
-from impl.affinity import (
+from tidemark.impl import placement
+from tidemark.impl.affinity import (
     ALL_BACKUPS,
     INT_MIN,
     MAX_PARTITIONS,

@@ -16,14 +16,14 @@ from conftest import assert_output_schema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.audit.audit import AuditReport, audit
-from conformance.audit.generate import Expected, GenerateConfig, generate
-from conformance.audit.ignite_text import differences, dump_text, read_dump
-from conformance.audit.sources import model_snapshot
-from conformance.cli import main
-from conformance.scenarios import load_scenario
-from conformance.scenarios.adapters import SYSTEMS
-from impl.pme import idle_verify
+from tidemark.conformance.audit.audit import AuditReport, audit
+from tidemark.conformance.audit.generate import Expected, GenerateConfig, generate
+from tidemark.conformance.audit.ignite_text import differences, dump_text, read_dump
+from tidemark.conformance.audit.sources import model_snapshot
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.scenarios import load_scenario
+from tidemark.conformance.scenarios.adapters import SYSTEMS
+from tidemark.impl.pme import idle_verify
 
 ROOT = Path(__file__).resolve().parent.parent
 

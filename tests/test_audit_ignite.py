@@ -8,10 +8,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conformance.audit.audit import audit
-from conformance.audit.ignite_text import differences, dump_text, read_dump, verdict_text
-from conformance.audit.sources import ignite_snapshot
-from conformance.systems.ignite import IgniteHarness
+from tidemark.conformance.audit.audit import audit
+from tidemark.conformance.audit.ignite_text import differences, dump_text, read_dump, verdict_text
+from tidemark.conformance.audit.sources import ignite_snapshot
+from tidemark.conformance.systems.ignite import IgniteHarness
 
 pytestmark = pytest.mark.ignite
 

@@ -10,9 +10,15 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.audit.kernel import bytes_hashes, key_hashes, long_hashes, string_hashes, version_hashes
-from impl.affinity import hash_int, hash_long, hash_string, hash_uuid
-from impl.idle_verify import bytes_hash, version_hash
+from tidemark.conformance.audit.kernel import (
+    bytes_hashes,
+    key_hashes,
+    long_hashes,
+    string_hashes,
+    version_hashes,
+)
+from tidemark.impl.affinity import hash_int, hash_long, hash_string, hash_uuid
+from tidemark.impl.idle_verify import bytes_hash, version_hash
 
 LONGS = st.integers(-(1 << 63), (1 << 63) - 1)
 

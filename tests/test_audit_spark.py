@@ -9,12 +9,12 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from conformance.audit.check import audit_check
-from conformance.audit.engine import copies_here, copies_on_spark
-from conformance.audit.generate import GenerateConfig, generate
-from conformance.audit.kernel import KernelOptions
-from conformance.audit.snapshot import open_snapshot
-from conformance.errors import TidemarkError
+from tidemark.conformance.audit.check import audit_check
+from tidemark.conformance.audit.engine import copies_here, copies_on_spark
+from tidemark.conformance.audit.generate import GenerateConfig, generate
+from tidemark.conformance.audit.kernel import KernelOptions
+from tidemark.conformance.audit.snapshot import open_snapshot
+from tidemark.conformance.errors import TidemarkError
 
 pytestmark = pytest.mark.spark
 

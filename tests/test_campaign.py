@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import assert_output_schema
 
-from conformance import cli
-from conformance.campaign import CampaignReport, Shape, run_campaign, write_scenario
-from conformance.reach import BOUNDARIES
-from conformance.scenarios import load_scenario, run_scenario
+from tidemark.conformance.campaign import CampaignReport, Shape, run_campaign, write_scenario
+from tidemark.conformance.cli import main as cli
+from tidemark.conformance.reach import BOUNDARIES
+from tidemark.conformance.scenarios import load_scenario, run_scenario
 
 NEW_ENTRIES = [
     "wal-threshold-inclusive",
@@ -80,7 +80,7 @@ def test_cli_campaign(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 @pytest.mark.spark
 def test_the_walks_are_the_same_on_spark() -> None:
-    from conformance.spark import spark_session
+    from tidemark.conformance.spark import spark_session
 
     with spark_session() as spark:
         on_spark = run_campaign(walks=30, steps=50, seed=3, spark=spark)

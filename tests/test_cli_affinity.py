@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from conftest import assert_output_schema
 
-from conformance.cli import main
-from impl.affinity import RendezvousConfig, assign_partition, key_partition, make_node
+from tidemark.conformance.cli.main import main
+from tidemark.impl.affinity import RendezvousConfig, assign_partition, key_partition, make_node
 
 
 def test_affinity_json_matches_the_library(capsys: pytest.CaptureFixture[str]) -> None:

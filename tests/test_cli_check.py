@@ -1,4 +1,4 @@
-"""End-to-end tests of `tidemark check` (conformance.cli.main) with real TLC runs."""
+"""End-to-end tests of `tidemark check` (tidemark.conformance.cli.main.main) with real TLC runs."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from conformance.cli import main
-from conformance.tlc.output import shown_path
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.tlc.output import shown_path
 
 pytestmark = pytest.mark.tlc
 

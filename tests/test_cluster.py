@@ -7,7 +7,7 @@ from itertools import product
 
 import pytest
 
-from impl.cluster import (
+from tidemark.impl.cluster import (
     STEPS,
     Cluster,
     Config,
@@ -17,8 +17,8 @@ from impl.cluster import (
     TxState,
     parse_step,
 )
-from impl.messages import DhtFinishRequest, LockRequest, LockResponse, Version
-from impl.wal import CheckpointRecord, DataRecord, Entry, RollbackRecord
+from tidemark.impl.messages import DhtFinishRequest, LockRequest, LockResponse, Version
+from tidemark.impl.wal import CheckpointRecord, DataRecord, Entry, RollbackRecord
 
 SERVERS = ("s1", "s2", "s3")
 

@@ -20,16 +20,22 @@ from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from conformance.cli import main
-from conformance.mappings.tx_counters import STUTTERING, TxCountersMapping, TxReplay, build, step_value
-from conformance.mutants import CLUSTER_MUTANTS, NoOutOfOrderTrackingCluster
-from conformance.tlc.config import read_config
-from conformance.tlc.values import Record, Value, canonical_json, make_function, state_to_itf
-from conformance.traces import Trace, write_traces
-from conformance.validate import validate_traces
-from impl.cluster import Cluster, NearState, Node, Step, TxState
-from impl.counter import PartitionUpdateCounter
-from impl.wal import DataRecord, RollbackRecord
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.mappings.tx_counters import (
+    STUTTERING,
+    TxCountersMapping,
+    TxReplay,
+    build,
+    step_value,
+)
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.values import Record, Value, canonical_json, make_function, state_to_itf
+from tidemark.conformance.traces import Trace, write_traces
+from tidemark.conformance.validate import validate_traces
+from tidemark.conformance.zoo.mutants import CLUSTER_MUTANTS, NoOutOfOrderTrackingCluster
+from tidemark.impl.cluster import Cluster, NearState, Node, Step, TxState
+from tidemark.impl.counter import PartitionUpdateCounter
+from tidemark.impl.wal import DataRecord, RollbackRecord
 
 SPEC = Path("spec/TxCounters.tla")
 STANDARD = Path("spec/TxCounters.cfg")  # 3 servers, one partition, txs {1, 2} and {3}, one crash

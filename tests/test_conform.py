@@ -10,12 +10,12 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from conformance.cli import main
-from conformance.conform import ConformResult, conform, replay_engine
-from conformance.mappings import mapping_for
-from conformance.replay import explain, replay_state
-from conformance.tlc.config import read_config
-from conformance.tlc.values import (
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.conform import ConformResult, conform, replay_engine
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.replay import explain, replay_state
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.values import (
     Record,
     canonical_json,
     from_itf,
@@ -276,6 +276,6 @@ def test_the_replay_engine_is_chosen_by_size_unless_asked(
     in_process: bool,
     why: str,
 ) -> None:
-    monkeypatch.setattr("conformance.conform.cores", lambda: 2)
+    monkeypatch.setattr("tidemark.conformance.conform.cores", lambda: 2)
     chosen, reason = replay_engine(edges, master, local)
     assert chosen is in_process and why in reason

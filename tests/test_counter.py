@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from impl.counter import (
+from tidemark.impl.counter import (
     MAX_MISSED_UPDATES,
     CounterInconsistencyError,
     CounterState,

@@ -18,8 +18,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from conformance.mutants import NoOutOfOrderTrackingCounter
-from impl.counter import PartitionUpdateCounter
+from tidemark.conformance.zoo.mutants import NoOutOfOrderTrackingCounter
+from tidemark.impl.counter import PartitionUpdateCounter
 
 
 def covered_counters(counter: PartitionUpdateCounter) -> set[int]:

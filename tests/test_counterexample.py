@@ -10,9 +10,9 @@ from typing import Any
 import itf_py
 import pytest
 
-from conformance.cli import main
-from conformance.counterexample import definition, read_itf
-from conformance.errors import TidemarkError
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.counterexample import definition, read_itf
+from tidemark.conformance.errors import TidemarkError
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "tlc"
@@ -56,7 +56,9 @@ def mismatch_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, 
     args += ["--run-dir", str(tmp / "run"), "--out", str(trace), "--heap", "256m"]
     with pytest.MonkeyPatch.context() as patch:
         printed: list[str] = []
-        patch.setattr("conformance.cli.out.print", lambda *a, **_: printed.append(" ".join(map(str, a))))
+        patch.setattr(
+            "tidemark.conformance.cli.main.out.print", lambda *a, **_: printed.append(" ".join(map(str, a)))
+        )
         code = main(args)
     return code, "\n".join(printed), trace
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.campaign import run_campaign
-from conformance.coverage import campaign_reach, model_reach
-from conformance.deep import (
+from tidemark.conformance.campaign import run_campaign
+from tidemark.conformance.coverage import campaign_reach, model_reach
+from tidemark.conformance.deep import (
     DEEP_MODELS,
     DEEP_ZOO,
     Check,
@@ -20,12 +20,12 @@ from conformance.deep import (
     reached,
     with_constants,
 )
-from conformance.errors import TidemarkError
-from conformance.report import html_page
-from conformance.tlc.output import Outcome, parse_output
-from conformance.tlc.runner import TlcOptions, run_tlc
-from conformance.verify import VerifyReport
-from conformance.zoo import ZOO
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.report import html_page
+from tidemark.conformance.tlc.output import Outcome, parse_output
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.verify import VerifyReport
+from tidemark.conformance.zoo.entries import ZOO
 
 PME_DEEP = next(m for m in DEEP_MODELS if m.name == "PME-deep")
 

@@ -1,4 +1,4 @@
-"""conformance/distribution.py: metrics on hand-made assignments, then one small real Spark sweep."""
+"""conformance/lab/distribution.py: metrics on hand-made assignments, then one small real Spark sweep."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from conformance.distribution import (
+from tidemark.conformance.lab.distribution import (
     Algorithm,
     DistributionConfig,
     DistributionReport,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conformance.cli import main
+from tidemark.conformance.cli.main import main
 
 
 def test_doctor_reports_every_component(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance import cli
-from conformance.errors import BAD_INPUT, ENVIRONMENT, INTERRUPTED, exit_code
-from conformance.options import build_parser
+from tidemark.conformance.cli import main as cli
+from tidemark.conformance.cli.options import build_parser
+from tidemark.conformance.errors import BAD_INPUT, ENVIRONMENT, INTERRUPTED, exit_code
 
 SMALL = "tests/models/UpdateCounter-small.cfg"
 VARIABLES = ["action", "committed", "counter", "done", "pending", "primary", "rejoined", "rolledBack"]
@@ -119,21 +119,21 @@ def _bad_input(command: str, tmp: Path, argv: list[str]) -> list[str]:
 
 # Where each command's work starts: an injected exception there stands for any failure inside it.
 FIRST_STEP = {
-    "check": "conformance.tlc.runner.run_tlc",
-    "conform": "conformance.conform.run_tlc",
-    "simulate": "conformance.simulate.run_tlc",
-    "zoo": "conformance.zoo.dump_graph",
-    "prove": "conformance.prove.counter.prove_counter",
-    "affinity": "impl.affinity.assign_partition",
-    "distribution": "conformance.distribution.DistributionConfig",
-    "validate": "conformance.validate.run_tlc",
-    "scenario": "conformance.scenarios.run_scenario",
-    "verify": "conformance.verify.verify",
-    "hazelcast-lab": "conformance.hazelcast_lab.LabConfig",
-    "ncache-lab": "conformance.ncache_lab.LabConfig",
-    "audit": "conformance.audit.command._generate",
-    "doctor": "conformance.doctor.findings",
-    "campaign": "conformance.campaign.run_campaign",
+    "check": "tidemark.conformance.tlc.runner.run_tlc",
+    "conform": "tidemark.conformance.conform.run_tlc",
+    "simulate": "tidemark.conformance.simulate.run_tlc",
+    "zoo": "tidemark.conformance.zoo.entries.dump_graph",
+    "prove": "tidemark.conformance.prove.counter.prove_counter",
+    "affinity": "tidemark.impl.affinity.assign_partition",
+    "distribution": "tidemark.conformance.lab.distribution.DistributionConfig",
+    "validate": "tidemark.conformance.validate.run_tlc",
+    "scenario": "tidemark.conformance.scenarios.run_scenario",
+    "verify": "tidemark.conformance.verify.verify",
+    "hazelcast-lab": "tidemark.conformance.lab.hazelcast.LabConfig",
+    "ncache-lab": "tidemark.conformance.lab.ncache.LabConfig",
+    "audit": "tidemark.conformance.audit.command._generate",
+    "doctor": "tidemark.conformance.cli.doctor.findings",
+    "campaign": "tidemark.conformance.campaign.run_campaign",
 }
 # The commands that need Java (TLC, or Spark's JVM).
 JAVA = {
@@ -244,7 +244,7 @@ def test_an_internal_error_or_interrupt_in_the_work(
 
 
 def test_the_mapping() -> None:
-    from conformance.errors import TidemarkError, ToolError
+    from tidemark.conformance.errors import TidemarkError, ToolError
 
     assert [
         exit_code(e) for e in (TidemarkError("x"), ToolError("x"), ValueError(), KeyboardInterrupt())

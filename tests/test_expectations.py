@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.errors import TidemarkError
-from conformance.expectations import Expectation, documented_models, expectation, verdict
-from conformance.tlc.output import Outcome, TlcResult, Violation
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.expectations import Expectation, documented_models, expectation, verdict
+from tidemark.conformance.tlc.output import Outcome, TlcResult, Violation
 
 EXPECTED = Expectation(config="m.cfg", violated="AckedWritesSurvive")
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.mutants import PME_MUTANTS
-from conformance.scenarios import load_scenario, run_scenario
-from impl.pme import Demand, Mode, PmeCluster, PmeConfig, Supply
-from impl.wal import Entry
+from tidemark.conformance.scenarios import load_scenario, run_scenario
+from tidemark.conformance.zoo.mutants import PME_MUTANTS
+from tidemark.impl.pme import Demand, Mode, PmeCluster, PmeConfig, Supply
+from tidemark.impl.wal import Entry
 
 SCENARIO = Path("scenarios/full-rebalance-sends-key-0.json")
 

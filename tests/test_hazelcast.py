@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from impl.hazelcast import (
+from tidemark.impl.hazelcast import (
     REQUIRES_SYNC,
     AntiEntropy,
     Backup,

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance.systems import hazelcast_claims as claims
-from conformance.systems import hazelcast_walks as walks
-from conformance.systems.hazelcast import HazelcastHarness
+from tidemark.conformance.systems import hazelcast_claims as claims
+from tidemark.conformance.systems import hazelcast_walks as walks
+from tidemark.conformance.systems.hazelcast import HazelcastHarness
 
 pytestmark = pytest.mark.hazelcast
 

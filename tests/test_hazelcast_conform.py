@@ -10,14 +10,14 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from conformance.conform import ConformResult, conform, dump_graph, replay_locally
-from conformance.mappings import mapping_for
-from conformance.mappings.hazelcast import HzReplay
-from conformance.tlc.config import read_config
-from conformance.tlc.output import Outcome, parse_output
-from conformance.tlc.runner import TlcOptions, run_tlc
-from conformance.tlc.values import Record, canonical_json, state_from_itf, state_to_itf
-from impl.hazelcast import HazelcastCluster
+from tidemark.conformance.conform import ConformResult, conform, dump_graph, replay_locally
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.mappings.hazelcast import HzReplay
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.output import Outcome, parse_output
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.tlc.values import Record, canonical_json, state_from_itf, state_to_itf
+from tidemark.impl.hazelcast import HazelcastCluster
 
 SPEC = Path("spec/HazelcastAntiEntropy.tla")
 SMALL = Path("tests/models/HazelcastAntiEntropy-small.cfg")  # 2 members, a map, one put, loss, crash

@@ -1,4 +1,4 @@
-"""conformance/hazelcast_lab.py: the permits' arithmetic on one partition, then a tiny real Spark sweep and
+"""conformance/lab/hazelcast.py: the permits' arithmetic on one partition, then a tiny real Spark sweep and
 the `tidemark hazelcast-lab` command."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from conformance.cli import main
-from conformance.hazelcast_lab import (
+from tests.conftest import assert_output_schema
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.lab.hazelcast import (
     LabConfig,
     LabReport,
     evaluate_trial,
@@ -20,8 +21,7 @@ from conformance.hazelcast_lab import (
     table,
     write_lab_artifacts,
 )
-from conformance.systems.hazelcast_claims import NAMESPACES
-from tests.conftest import assert_output_schema
+from tidemark.conformance.systems.hazelcast_claims import NAMESPACES
 
 
 def test_balanced_table() -> None:

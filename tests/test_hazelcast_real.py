@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from conformance.scenarios import load_scenario
-from conformance.scenarios.adapters.hazelcast_real import shared_harness
-from conformance.scenarios.compare import side_by_side
-from conformance.systems.hazelcast import HazelcastHarness, HazelcastInputError
-from conformance.systems.hazelcast_differences import explain
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.scenarios import load_scenario
+from tidemark.conformance.scenarios.adapters.hazelcast_real import shared_harness
+from tidemark.conformance.scenarios.compare import side_by_side
+from tidemark.conformance.systems.hazelcast import HazelcastHarness, HazelcastInputError
+from tidemark.conformance.systems.hazelcast_differences import explain
 
 pytestmark = pytest.mark.hazelcast
 

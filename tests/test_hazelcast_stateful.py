@@ -14,12 +14,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from conformance.cli import main
-from conformance.mappings.hazelcast import HazelcastMapping, HzReplay, build, step_of
-from conformance.tlc.config import read_config
-from conformance.tlc.values import Record, Value, value_sort_key
-from conformance.traces import Trace, write_traces
-from impl.hazelcast import REQUIRES_SYNC, HazelcastCluster
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.mappings.hazelcast import HazelcastMapping, HzReplay, build, step_of
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.values import Record, Value, value_sort_key
+from tidemark.conformance.traces import Trace, write_traces
+from tidemark.impl.hazelcast import REQUIRES_SYNC, HazelcastCluster
 
 SPEC = Path("spec/HazelcastAntiEntropy.tla")
 WIDE = Path("spec/HazelcastAntiEntropy-sim.cfg")  # 3 members, 2 backups, 2 maps, 2 keys, 4 puts, 2 crashes

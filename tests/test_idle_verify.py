@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from impl.idle_verify import (
+from tidemark.impl.idle_verify import (
     MOVING_SIZE,
     HashRecord,
     RecordState,

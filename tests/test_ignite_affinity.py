@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from conformance.systems.affinity_check import compare, random_case_set
-from conformance.systems.ignite import AffinityOracle
+from tidemark.conformance.systems.affinity_check import compare, random_case_set
+from tidemark.conformance.systems.ignite import AffinityOracle
 
 pytestmark = pytest.mark.ignite
 

@@ -7,14 +7,14 @@ import os
 
 import pytest
 
-from conformance.systems.ignite import (
+from tidemark.conformance.systems.ignite import (
     MODULE,
     HarnessInputError,
     IgniteError,
     IgniteHarness,
     build_harness,
 )
-from conformance.systems.ignite_findings import FINDINGS
+from tidemark.conformance.systems.ignite_findings import FINDINGS
 
 pytestmark = pytest.mark.ignite
 

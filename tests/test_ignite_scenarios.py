@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from conformance.scenarios import load_scenario
-from conformance.scenarios.adapters.ignite import shared_harness
-from conformance.scenarios.compare import side_by_side
-from conformance.scenarios.real import cannot_run
-from conformance.systems.ignite import PORTS_PER_HARNESS, IgniteError, IgniteHarness, free_base_port
-from conformance.systems.ignite_differences import explain
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.scenarios import load_scenario
+from tidemark.conformance.scenarios.adapters.ignite import shared_harness
+from tidemark.conformance.scenarios.compare import side_by_side
+from tidemark.conformance.scenarios.real import cannot_run
+from tidemark.conformance.systems.ignite import PORTS_PER_HARNESS, IgniteError, IgniteHarness, free_base_port
+from tidemark.conformance.systems.ignite_differences import explain
 
 pytestmark = pytest.mark.ignite
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from conformance.systems.ignite import build_harness
-from conformance.systems.ignite_differences import KNOWN
-from conformance.systems.ignite_walks import (
+from tidemark.conformance.systems.ignite import build_harness
+from tidemark.conformance.systems.ignite_differences import KNOWN
+from tidemark.conformance.systems.ignite_walks import (
     DEFAULT_MODEL,
     WalkModel,
     as_scenario,
@@ -19,7 +19,7 @@ from conformance.systems.ignite_walks import (
     walk_steps,
     walk_trace,
 )
-from conformance.validate import validate_traces
+from tidemark.conformance.validate import validate_traces
 
 pytestmark = [pytest.mark.ignite, pytest.mark.spark]
 

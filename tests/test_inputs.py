@@ -11,9 +11,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conformance.cli import main
-from conformance.errors import TidemarkError
-from conformance.options import LIMITS, build_parser, limits_table
+from tidemark.conformance.cli.limits import LIMITS, limits_table
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.cli.options import build_parser
+from tidemark.conformance.errors import TidemarkError
 
 SPEC = "spec/UpdateCounter.tla"
 SMALL = "tests/models/UpdateCounter-small.cfg"
@@ -147,7 +148,7 @@ def test_a_corrupt_graph_in_the_run_directory_is_discarded_and_rebuilt(
 
 
 def test_a_failing_distribution_write_leaves_the_directory_as_it_was(tmp_path: Path) -> None:
-    from conformance.distribution import (
+    from tidemark.conformance.lab.distribution import (
         DistributionConfig,
         DistributionReport,
         evaluate_trial,
@@ -168,8 +169,8 @@ def test_a_failing_distribution_write_leaves_the_directory_as_it_was(tmp_path: P
 
 
 def test_a_failing_report_write_leaves_no_partial_file(tmp_path: Path) -> None:
-    from conformance.report import write_report
-    from conformance.verify import VerifyReport
+    from tidemark.conformance.report import write_report
+    from tidemark.conformance.verify import VerifyReport
 
     (tmp_path / "index.html").mkdir()
     with pytest.raises(OSError):

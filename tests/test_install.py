@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-import conformance
-import impl
-from conformance.resources import SHIPPED, resource
+import tidemark.conformance
+import tidemark.impl
+from tidemark.conformance.resources import SHIPPED, resource
 
 ROOT = Path(__file__).resolve().parent.parent
 # What a build does not need: version control, environments, caches, outputs, the Maven modules' builds.
@@ -64,9 +64,16 @@ def test_wheel_holds_every_package_and_the_shipped_files_under_the_projects_name
     with zipfile.ZipFile(wheel) as archive:
         names = {name for name in archive.namelist() if ".dist-info/" not in name}
     top_level = {name.split("/")[0] for name in names}
-    assert top_level == {"tidemark", conformance.__name__.split(".")[0], impl.__name__.split(".")[0]}
+    assert top_level == {
+        "tidemark",
+        tidemark.conformance.__name__.split(".")[0],
+        tidemark.impl.__name__.split(".")[0],
+    }
     # Every package of the checkout and every schema, under the name it is imported by.
-    for name, init in ((impl.__name__, impl.__file__), (conformance.__name__, conformance.__file__)):
+    for name, init in (
+        (tidemark.impl.__name__, tidemark.impl.__file__),
+        (tidemark.conformance.__name__, tidemark.conformance.__file__),
+    ):
         folder = Path(str(init)).resolve().parent
         prefix = name.replace(".", "/")
         for file in [*folder.rglob("__init__.py"), *folder.glob("schemas/**/*.json")]:
@@ -99,7 +106,13 @@ def test_wheel_installs_into_a_fresh_venv_and_verifies_from_elsewhere(wheel: Pat
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    where = _run(python, "-c", "import conformance.cli as c; print(c.__file__)", cwd=elsewhere, timeout=60)
+    where = _run(
+        python,
+        "-c",
+        "import tidemark.conformance.cli.main as c; print(c.__file__)",
+        cwd=elsewhere,
+        timeout=60,
+    )
     assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout + where.stderr
 
     verified = _run(

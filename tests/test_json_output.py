@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import assert_output_schema
 
-from conformance.cli import main
-from conformance.outputs import OUTPUTS, write_schemas
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.cli.outputs import OUTPUTS, write_schemas
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "spec" / "UpdateCounter.tla"
@@ -92,9 +92,11 @@ def test_audit_generate_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_published_schemas_are_the_generated_ones(tmp_path: Path) -> None:
-    """`python -m conformance.outputs` was run after the last change to a command's output."""
+    """`python -m tidemark.conformance.cli.outputs` was run after the last change to a command's output."""
     written = write_schemas(tmp_path)
     assert len(written) == len(OUTPUTS)
     for path in written:
         published = ROOT / "conformance" / "schemas" / "output" / path.name
-        assert published.read_text() == path.read_text(), f"{published}: run python -m conformance.outputs"
+        assert published.read_text() == path.read_text(), (
+            f"{published}: run python -m tidemark.conformance.cli.outputs"
+        )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from junitparser import Failure, JUnitXml
 
-from conformance.cli import main
+from tidemark.conformance.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "spec" / "UpdateCounter.tla"

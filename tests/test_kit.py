@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from conformance.cli import main
-from conformance.conform import ConformResult, DriverOptions, conform
-from conformance.kit.protocol import (
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.conform import ConformResult, DriverOptions, conform
+from tidemark.conformance.kit.protocol import (
     MESSAGES,
     MalformedAnswer,
     parse_answer,
@@ -23,17 +23,17 @@ from conformance.kit.protocol import (
     schema_path,
     schema_text,
 )
-from conformance.kit.python_driver import Session, serve
-from conformance.kit.replay import plan_walks
-from conformance.mappings import mapping_for
-from conformance.tlc.config import read_config
-from conformance.tlc.values import from_itf, state_from_itf
+from tidemark.conformance.kit.python_driver import Session, serve
+from tidemark.conformance.kit.replay import plan_walks
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.values import from_itf, state_from_itf
 
 SPEC = Path("spec/UpdateCounter.tla")
 SMALL = Path("tests/models/UpdateCounter-small.cfg")
 TINY = Path("tests/models/UpdateCounter-tiny.cfg")
 FAULTY = Path("tests/fixtures/faulty_driver.py")
-PYTHON_DRIVER = [sys.executable, "-m", "conformance.kit.python_driver"]
+PYTHON_DRIVER = [sys.executable, "-m", "tidemark.conformance.kit.python_driver"]
 
 
 # --- messages -------------------------------------------------------------------------------------------
@@ -41,7 +41,9 @@ PYTHON_DRIVER = [sys.executable, "-m", "conformance.kit.python_driver"]
 
 def test_the_committed_schemas_are_the_messages_schemas() -> None:
     for name in MESSAGES:
-        assert schema_path(name).read_text() == schema_text(name), "run python -m conformance.kit.protocol"
+        assert schema_path(name).read_text() == schema_text(name), (
+            "run python -m tidemark.conformance.kit.protocol"
+        )
 
 
 def test_an_answer_the_request_does_not_allow_names_the_line_and_what_was_expected() -> None:

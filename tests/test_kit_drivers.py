@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from conformance.conform import ConformResult, DriverOptions, conform
-from conformance.mappings import mapping_for
-from conformance.tlc.config import read_config
-from conformance.tlc.values import from_itf, state_from_itf
+from tidemark.conformance.conform import ConformResult, DriverOptions, conform
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.values import from_itf, state_from_itf
 
 SMALL = Path("tests/models/UpdateCounter-small.cfg")
 TX_SMALL = Path("tests/models/TxCounters-small.cfg")
@@ -95,7 +95,7 @@ def test_the_python_driver_gives_the_in_process_results_on_tx_counters(
     tx_small: tuple[ConformResult, Path],
 ) -> None:
     local, run_dir = tx_small
-    command = [sys.executable, "-m", "conformance.kit.python_driver", "TxCounters"]
+    command = [sys.executable, "-m", "tidemark.conformance.kit.python_driver", "TxCounters"]
     through = conform(
         Path("spec/TxCounters.tla"), TX_SMALL, run_dir=run_dir, driver=DriverOptions(command=command)
     )

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, Isolated, eventually
 
-from conformance.errors import TidemarkError
-from conformance.guardian import process_stat
-from conformance.locks import LOCK_FILE, DirectoryBusy, locked
-from conformance.mappings import mapping_for
-from conformance.tlc.config import read_config
-from conformance.traces import write_traces
-from conformance.validate import initial_states
-from conformance.walks import random_walks
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.guardian import process_stat
+from tidemark.conformance.locks import LOCK_FILE, DirectoryBusy, locked
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.traces import write_traces
+from tidemark.conformance.validate import initial_states
+from tidemark.conformance.walks import random_walks
 
 FIXTURES = ROOT / "tests" / "fixtures" / "tlc"
 SPEC = "spec/UpdateCounter.tla"
@@ -62,7 +62,7 @@ def test_sigkill_leaves_no_watched_process_and_no_scratch_directory(isolated: Is
         isolated,
         """
         import subprocess, sys, time
-        from conformance.scratch import scratch_dir, watch
+        from tidemark.conformance.scratch import scratch_dir, watch
         with scratch_dir("probe-") as scratch:
             (scratch / "file").write_text("written by the run")
             child = subprocess.Popen(["sleep", "300"], start_new_session=True)
@@ -91,8 +91,8 @@ def test_a_killed_runs_lock_is_held_until_its_children_are_stopped(
         f"""
         import subprocess, sys, time
         from pathlib import Path
-        from conformance.locks import locked
-        from conformance.scratch import watch
+        from tidemark.conformance.locks import locked
+        from tidemark.conformance.scratch import watch
         stubborn = (
             "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
             " print(1, flush=True); time.sleep(300)"
@@ -315,7 +315,7 @@ def test_sigkill_while_the_ignite_harness_runs_leaves_no_jvm_and_no_work_directo
         isolated,
         """
         import time
-        from conformance.systems.ignite import IgniteHarness
+        from tidemark.conformance.systems.ignite import IgniteHarness
         with IgniteHarness() as harness:
             harness.start(servers=2)
             print(harness.work_dir, flush=True)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.mutation.campaign import TARGETS, Children, Target, run_module
-from conformance.mutation.points import mutants, mutated_code
-from conformance.mutation.survivors import explanation
+from tidemark.conformance.mutation.campaign import TARGETS, Children, Target, run_module
+from tidemark.conformance.mutation.points import mutants, mutated_code
+from tidemark.conformance.mutation.survivors import explanation
 
 MODULE = '''"""Doc."""
 
@@ -83,7 +83,7 @@ def test_each_mutant_changes_exactly_its_point(module: Path) -> None:
 
 def test_the_registry_names_only_mutants_that_exist() -> None:
     # A listed survivor whose key no mutant has any more (the code moved on) must be updated, not kept.
-    from conformance.mutation.survivors import SURVIVORS
+    from tidemark.conformance.mutation.survivors import SURVIVORS
 
     for path, listed in SURVIVORS.items():
         keys = {m.key for m in mutants(Path(path))}

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from impl.ncache import (
+from tidemark.impl.ncache import (
     FUNCTIONAL,
     NEED_TRANSFER,
     UNDER_STATE_TRANSFER,

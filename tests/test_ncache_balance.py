@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from impl.ncache_balance import (
+from tidemark.impl.ncache_balance import (
     auto_balance,
     join,
     joined,

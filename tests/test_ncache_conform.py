@@ -10,16 +10,16 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conformance.cli import main
-from conformance.conform import conform, dump_graph, replay_locally
-from conformance.mappings import mapping_for
-from conformance.mappings.ncache import NcReplay
-from conformance.tlc.config import read_config
-from conformance.tlc.output import Outcome
-from conformance.tlc.runner import TlcOptions
-from conformance.tlc.values import Record, canonical_json, state_from_itf, state_to_itf
-from conformance.zoo import run_zoo
-from impl.ncache import NCacheCluster
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.conform import conform, dump_graph, replay_locally
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.mappings.ncache import NcReplay
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.output import Outcome
+from tidemark.conformance.tlc.runner import TlcOptions
+from tidemark.conformance.tlc.values import Record, canonical_json, state_from_itf, state_to_itf
+from tidemark.conformance.zoo.entries import run_zoo
+from tidemark.impl.ncache import NCacheCluster
 
 SPEC = Path("spec/NCachePartitionReplica.tla")
 STANDARD = Path("spec/NCachePartitionReplica.cfg")

@@ -1,4 +1,4 @@
-"""conformance/ncache_lab.py: NCache's map by data size beside the hash placements, on Spark."""
+"""conformance/lab/ncache.py: NCache's map by data size beside the hash placements, on Spark."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from conformance.cli import main
-from conformance.ncache_lab import (
+from tests.conftest import assert_output_schema
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.lab.ncache import (
     PLACEMENTS,
     LabConfig,
     LabReport,
@@ -22,8 +23,7 @@ from conformance.ncache_lab import (
     run_lab,
     write_lab_artifacts,
 )
-from impl.ncache_balance import member_weights
-from tests.conftest import assert_output_schema
+from tidemark.impl.ncache_balance import member_weights
 
 SMALL = LabConfig(keys=5_000, node_counts=(4, 8), trials=2, seed=3)
 

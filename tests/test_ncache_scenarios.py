@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from test_scenario import _run, _write
 
-from conformance.cli import main
-from conformance.errors import TidemarkError
-from conformance.scenarios import load_scenario, run_scenario
-from conformance.scenarios.views.diagram import mermaid_diagram
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.scenarios import load_scenario, run_scenario
+from tidemark.conformance.scenarios.views.diagram import mermaid_diagram
 
 JOIN = Path("scenarios/ncache-three-nodes-join.json")
 LEAVE = Path("scenarios/ncache-node-leaves-replica-serves.json")

@@ -15,12 +15,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from conformance.cli import main
-from conformance.mappings.ncache import NCacheMapping, NcReplay, build
-from conformance.tlc.config import read_config
-from conformance.tlc.values import Record, Value, value_sort_key
-from conformance.traces import Trace, write_traces
-from impl.ncache import FUNCTIONAL, UNDER_STATE_TRANSFER, NCacheCluster
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.mappings.ncache import NCacheMapping, NcReplay, build
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.values import Record, Value, value_sort_key
+from tidemark.conformance.traces import Trace, write_traces
+from tidemark.impl.ncache import FUNCTIONAL, UNDER_STATE_TRANSFER, NCacheCluster
 
 SPEC = Path("spec/NCachePartitionReplica.tla")
 WIDE = Path("spec/NCachePartitionReplica-sim.cfg")  # 4 nodes, 6 buckets, 5 writes, 2 leaves, a split

@@ -9,11 +9,17 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conformance.conform import AUTO_SPARK_EDGES, GraphInputs, _spark_expected, dump_graph, replay_locally
-from conformance.parallel import shares
-from conformance.tlc.config import read_config
-from conformance.tlc.output import Outcome
-from conformance.tlc.runner import TlcOptions
+from tidemark.conformance.conform import (
+    AUTO_SPARK_EDGES,
+    GraphInputs,
+    _spark_expected,
+    dump_graph,
+    replay_locally,
+)
+from tidemark.conformance.parallel import shares
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.output import Outcome
+from tidemark.conformance.tlc.runner import TlcOptions
 
 SPEC = Path("spec/TxCounters.tla")
 SMALL = Path("tests/models/TxCounters-small.cfg")

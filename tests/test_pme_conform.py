@@ -10,14 +10,14 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from conformance.conform import ConformResult, conform, dump_graph, replay_locally
-from conformance.mappings import mapping_for
-from conformance.mappings.tx_counters import TxReplay
-from conformance.tlc.config import read_config
-from conformance.tlc.output import Outcome, parse_output
-from conformance.tlc.runner import TlcOptions, run_tlc
-from conformance.tlc.values import Record, canonical_json, state_from_itf, state_to_itf
-from impl.pme import PME_STEPS, PmeCluster
+from tidemark.conformance.conform import ConformResult, conform, dump_graph, replay_locally
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.mappings.tx_counters import TxReplay
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.output import Outcome, parse_output
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.tlc.values import Record, canonical_json, state_from_itf, state_to_itf
+from tidemark.impl.pme import PME_STEPS, PmeCluster
 
 SPEC = Path("spec/PME.tla")
 SMALL = Path("tests/models/PME-small.cfg")  # 2 servers, one crash: finalize, rejoin, rebalancing

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from conformance.invariants import violations
-from conformance.scenarios import load_scenario, run_scenario
-from conformance.scenarios.adapters.pme import PmeSystem
-from conformance.scenarios.format import ScenarioFile, step_text
-from impl.cluster import Fix, StepNotEnabled, parse_step
-from impl.pme import Copy, PartState, PmeCluster, PmeConfig
+from tidemark.conformance.invariants import violations
+from tidemark.conformance.scenarios import load_scenario, run_scenario
+from tidemark.conformance.scenarios.adapters.pme import PmeSystem
+from tidemark.conformance.scenarios.format import ScenarioFile, step_text
+from tidemark.impl.cluster import Fix, StepNotEnabled, parse_step
+from tidemark.impl.pme import Copy, PartState, PmeCluster, PmeConfig
 
 SCENARIOS = Path("scenarios")
 

@@ -15,15 +15,15 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from conformance.cli import main
-from conformance.invariants import violations
-from conformance.mappings.pme import PmeMapping, build
-from conformance.mappings.tx_counters import TxReplay, step_value
-from conformance.tlc.config import read_config
-from conformance.tlc.values import Record, Value
-from conformance.traces import Trace, write_traces
-from impl.cluster import Step
-from impl.pme import PmeCluster
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.invariants import violations
+from tidemark.conformance.mappings.pme import PmeMapping, build
+from tidemark.conformance.mappings.tx_counters import TxReplay, step_value
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.values import Record, Value
+from tidemark.conformance.traces import Trace, write_traces
+from tidemark.impl.cluster import Step
+from tidemark.impl.pme import PmeCluster
 
 SPEC = Path("spec/PME.tla")
 STANDARD = Path("spec/PME.cfg")  # 3 servers, one partition, txs {1, 2} and {3}, one crash, restart, join

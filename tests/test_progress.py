@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from conformance import progress as progress_module
-from conformance.cli import main
-from conformance.progress import progress
+from tidemark.conformance.cli import progress as progress_module
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.cli.progress import progress
 
 ROOT = Path(__file__).resolve().parent.parent
 

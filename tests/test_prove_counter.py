@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.prove.counter import (
+from tidemark.conformance.prove.counter import (
     CASES,
     Counterexample,
     CounterProofReport,
@@ -15,7 +15,7 @@ from conformance.prove.counter import (
     prove_counter,
     step_counter,
 )
-from impl.counter import CounterInconsistencyError, PartitionUpdateCounter
+from tidemark.impl.counter import CounterInconsistencyError, PartitionUpdateCounter
 
 K = 4
 

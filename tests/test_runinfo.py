@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.runinfo import spec_inputs
+from tidemark.conformance.runinfo import spec_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 

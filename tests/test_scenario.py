@@ -13,20 +13,26 @@ from typing import Any, get_args
 import pytest
 from conftest import headless_chromium
 
-from conformance.cli import main
-from conformance.errors import TidemarkError
-from conformance.mutants import CLUSTER_COUNTERS, COUNTER_MUTANTS
-from conformance.scenarios import load_scenario, run_scenario, write_outputs
-from conformance.scenarios.adapters import SYSTEMS
-from conformance.scenarios.adapters.cluster import NAMED_ERRORS
-from conformance.scenarios.format import SCHEMA_PATH, STEP_MODELS, HazelcastStep, NCacheStep, schema_text
-from conformance.scenarios.protocols import HAZELCAST_STEPS, NCACHE_STEPS, PROTOCOLS
-from conformance.scenarios.result import ScenarioResult
-from conformance.scenarios.views.diagram import mermaid_diagram
-from conformance.scenarios.vocabulary import CounterName, ErrorName, ProtocolName
-from impl.cluster import STEPS
-from impl.counter import PartitionUpdateCounter
-from impl.pme import PME_STEPS
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.scenarios import load_scenario, run_scenario, write_outputs
+from tidemark.conformance.scenarios.adapters import SYSTEMS
+from tidemark.conformance.scenarios.adapters.cluster import NAMED_ERRORS
+from tidemark.conformance.scenarios.format import (
+    SCHEMA_PATH,
+    STEP_MODELS,
+    HazelcastStep,
+    NCacheStep,
+    schema_text,
+)
+from tidemark.conformance.scenarios.protocols import HAZELCAST_STEPS, NCACHE_STEPS, PROTOCOLS
+from tidemark.conformance.scenarios.result import ScenarioResult
+from tidemark.conformance.scenarios.views.diagram import mermaid_diagram
+from tidemark.conformance.scenarios.vocabulary import CounterName, ErrorName, ProtocolName
+from tidemark.conformance.zoo.mutants import CLUSTER_COUNTERS, COUNTER_MUTANTS
+from tidemark.impl.cluster import STEPS
+from tidemark.impl.counter import PartitionUpdateCounter
+from tidemark.impl.pme import PME_STEPS
 
 SCENARIOS = sorted(Path("scenarios").glob("*.json"))
 FIGURE1 = Path("scenarios/figure1-backup-reordering.json")
@@ -119,7 +125,9 @@ def test_the_same_schedule_with_tracking_keeps_the_gap_and_fails_the_loss_expect
 
 
 def test_the_schema_file_is_generated_from_the_model() -> None:
-    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), "run: python -m conformance.scenarios"
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), (
+        "run: python -m tidemark.conformance.scenarios"
+    )
 
 
 def test_the_step_models_take_exactly_the_steps_and_parameters_of_both_protocols() -> None:
@@ -478,7 +486,7 @@ def test_a_file_above_the_size_limit_is_refused_before_it_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _write(tmp_path, _figure1())
-    monkeypatch.setattr("conformance.scenarios.load.MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr("tidemark.conformance.scenarios.load.MAX_FILE_BYTES", 1000)
     with pytest.raises(TidemarkError, match=f"the file has {path.stat().st_size} bytes") as error:
         load_scenario(path)
     assert error.value.expected == "at most 1000 bytes"

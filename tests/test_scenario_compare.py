@@ -11,24 +11,24 @@ from typing import Any
 
 import pytest
 
-from conformance.cli import main
-from conformance.errors import TidemarkError
-from conformance.scenarios import load_scenario
-from conformance.scenarios.adapters import SYSTEMS
-from conformance.scenarios.adapters.ignite import IgniteScenarioError, node_mapping
-from conformance.scenarios.compare import differences, noted, observe, side_by_side
-from conformance.scenarios.format import ScenarioFile
-from conformance.scenarios.runner import run_scenario
-from conformance.systems.ignite_differences import KNOWN, explain
-from conformance.systems.ignite_walks import (
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.scenarios import load_scenario
+from tidemark.conformance.scenarios.adapters import SYSTEMS
+from tidemark.conformance.scenarios.adapters.ignite import IgniteScenarioError, node_mapping
+from tidemark.conformance.scenarios.compare import differences, noted, observe, side_by_side
+from tidemark.conformance.scenarios.format import ScenarioFile
+from tidemark.conformance.scenarios.runner import run_scenario
+from tidemark.conformance.systems.ignite_differences import KNOWN, explain
+from tidemark.conformance.systems.ignite_walks import (
     WalkModel,
     as_scenario,
     replays,
     shrink,
     walk_steps,
 )
-from impl.affinity import make_node, rank_nodes
-from impl.cluster import Step
+from tidemark.impl.affinity import make_node, rank_nodes
+from tidemark.impl.cluster import Step
 
 SCENARIOS = sorted(Path("scenarios").glob("*.json"))
 FIGURE3 = Path("scenarios/figure3-gaps-closed-at-node-left.json")

@@ -14,13 +14,13 @@ from typing import Any, get_args
 import pytest
 from test_scenario import _drop, _mermaid_structure, _run, _set, _write
 
-from conformance.cli import main
-from conformance.errors import TidemarkError
-from conformance.scenarios import load_scenario, run_scenario, write_outputs
-from conformance.scenarios.result import MessageEvent, ScenarioResult
-from conformance.scenarios.views.diagram import mermaid_diagram
-from conformance.scenarios.vocabulary import EventName
-from impl.pme import Event
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.scenarios import load_scenario, run_scenario, write_outputs
+from tidemark.conformance.scenarios.result import MessageEvent, ScenarioResult
+from tidemark.conformance.scenarios.views.diagram import mermaid_diagram
+from tidemark.conformance.scenarios.vocabulary import EventName
+from tidemark.impl.pme import Event
 
 FIGURE1 = Path("scenarios/figure1-backup-reordering.json")
 FIGURE2 = Path("scenarios/figure2-outdated-node-rejoins.json")

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from conftest import ROOT, Isolated
 
-from conformance.mappings import mapping_for
-from conformance.tlc.config import read_config
-from conformance.traces import Trace, write_traces
-from conformance.validate import initial_states
-from conformance.walks import random_walks
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.traces import Trace, write_traces
+from tidemark.conformance.validate import initial_states
+from tidemark.conformance.walks import random_walks
 
 pytestmark = pytest.mark.tlc
 
@@ -100,10 +100,10 @@ def test_eight_runs_side_by_side_give_the_result_of_one_alone(
 SPARK_JOB = """
 import json, sys
 from pathlib import Path
-from conformance.spark import spark_session
-from conformance.tlc.runner import TlcOptions
-from conformance.traces import read_traces
-from conformance.validate import validate_traces
+from tidemark.conformance.spark import spark_session
+from tidemark.conformance.tlc.runner import TlcOptions
+from tidemark.conformance.traces import read_traces
+from tidemark.conformance.validate import validate_traces
 
 traces = read_traces(Path(sys.argv[1]))
 spec, config = Path(sys.argv[2]), Path(sys.argv[3])

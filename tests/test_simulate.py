@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from conftest import assert_output_schema
 
-from conformance.cli import main
-from conformance.errors import TidemarkError
-from conformance.simulate import read_trace_module, simulate
-from conformance.tlc.output import parse_output
-from conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.simulate import read_trace_module, simulate
+from tidemark.conformance.tlc.output import parse_output
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc
 
 SPEC = Path("spec/UpdateCounter.tla")
 SIM = Path("spec/UpdateCounter-sim.cfg")

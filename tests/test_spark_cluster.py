@@ -2,7 +2,7 @@
 
 A Master and one Worker are started from pyspark's own launcher (`spark-class`) on 127.0.0.1. Their
 executors run a Python environment of their own, in which tidemark is not installed (only the third-party
-packages the jobs import, conformance.spark.EXECUTOR_REQUIREMENTS): the project's packages must reach
+packages the jobs import, tidemark.conformance.spark.EXECUTOR_REQUIREMENTS): the project's packages must reach
 them in the zip the session ships, and what they read must travel as data, not as paths. The environment
 records every start of its interpreter, which proves the executors ran it and not the driver's Python.
 
@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import pyspark
 import pytest
 
-from conformance.spark import EXECUTOR_REQUIREMENTS
+from tidemark.conformance.spark import EXECUTOR_REQUIREMENTS
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.tlc]
 
@@ -181,7 +181,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
 def _cli(*argv: str, env: dict[str, str] | None = None, expect: int = 0) -> dict[str, Any]:
     """A tidemark command run as a user runs it, in its own process; its JSON report."""
     done = subprocess.run(
-        [sys.executable, "-m", "conformance.cli", *argv, "--json"],
+        [sys.executable, "-m", "tidemark.conformance.cli.main", *argv, "--json"],
         cwd=ROOT,
         env={**os.environ, **(env or {})},
         capture_output=True,

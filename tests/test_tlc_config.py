@@ -1,4 +1,4 @@
-"""Tests for conformance.tlc.config.read_config on model config texts, good and bad."""
+"""Tests for tidemark.conformance.tlc.config.read_config on model config texts, good and bad."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.errors import TidemarkError
-from conformance.tlc.config import ModelConfig, read_config
-from conformance.tlc.values import Function, ModelValue, Record
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.tlc.config import ModelConfig, read_config
+from tidemark.conformance.tlc.values import Function, ModelValue, Record
 
 SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
 

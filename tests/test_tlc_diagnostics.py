@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from conformance.tlc.output import shown_path
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.tlc.output import shown_path
 
 pytestmark = pytest.mark.tlc
 
@@ -85,11 +85,11 @@ def test_a_timeout_exits_2_naming_the_option_and_the_time(capsys: pytest.Capture
 
 def _walk(tmp_path: Path) -> dict[str, object]:
     """A real two-step walk of the small model, as ITF (from `tidemark verify`'s walk machinery)."""
-    from conformance.mappings import mapping_for
-    from conformance.tlc.config import read_config
-    from conformance.traces import trace_to_itf
-    from conformance.validate import initial_states
-    from conformance.walks import random_walks
+    from tidemark.conformance.mappings import mapping_for
+    from tidemark.conformance.tlc.config import read_config
+    from tidemark.conformance.traces import trace_to_itf
+    from tidemark.conformance.validate import initial_states
+    from tidemark.conformance.walks import random_walks
 
     mapping = mapping_for("UpdateCounter", read_config(SMALL).constants)
     [walk] = random_walks(mapping, initial_states(SPEC, SMALL), count=1, steps=2, seed=3)

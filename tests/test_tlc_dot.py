@@ -1,4 +1,4 @@
-"""Tests for conformance.tlc.dot: TLC's -dump dot files read into states and edges (Parquet).
+"""Tests for tidemark.conformance.tlc.dot: TLC's -dump dot files read into states and edges (Parquet).
 
 Most dumps here are handmade fakes in TLC 2.15's format (FAKE_*); one test dumps a real state graph.
 """
@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_values import STATES
 
-from conformance.errors import TidemarkError
-from conformance.tlc.dot import (
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.tlc.dot import (
     EDGES_SCHEMA,
     STATES_SCHEMA,
     GraphSummary,
@@ -24,9 +24,9 @@ from conformance.tlc.dot import (
     dot_to_parquet,
     read_dot,
 )
-from conformance.tlc.output import parse_output
-from conformance.tlc.runner import TlcOptions, run_tlc
-from conformance.tlc.values import Value, format_state, state_digest
+from tidemark.conformance.tlc.output import parse_output
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.tlc.values import Value, format_state, state_digest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tlc"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.errors import TidemarkError, ToolError, exit_code
-from conformance.tlc.output import (
+from tidemark.conformance.errors import TidemarkError, ToolError, exit_code
+from tidemark.conformance.tlc.output import (
     OUTCOME_CLASS,
     ErrorLocation,
     Message,
@@ -24,8 +24,8 @@ from conformance.tlc.output import (
     split_messages,
     tlc_failure,
 )
-from conformance.tlc.parse import TlaValueError
-from conformance.tlc.runner import TlcRun
+from tidemark.conformance.tlc.parse import TlaValueError
+from tidemark.conformance.tlc.runner import TlcRun
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tlc"
 

@@ -1,4 +1,4 @@
-"""Tests for conformance.tlc.runner: real TLC runs on the tiny specs in tests/fixtures/tlc/."""
+"""Tests for tidemark.conformance.tlc.runner: real TLC runs on the tiny specs in tests/fixtures/tlc/."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.errors import TidemarkError
-from conformance.tlc.output import Outcome, TlcResult, parse_output
-from conformance.tlc.runner import JAR_ENV, TlcOptions, TlcRun, find_jar, run_tlc, tlc_command
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.tlc.output import Outcome, TlcResult, parse_output
+from tidemark.conformance.tlc.runner import JAR_ENV, TlcOptions, TlcRun, find_jar, run_tlc, tlc_command
 
 pytestmark = pytest.mark.tlc
 

@@ -10,15 +10,15 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from conformance.cli import main
-from conformance.conform import ConformResult, conform, dump_graph, replay_locally
-from conformance.mappings import mapping_for
-from conformance.mappings.tx_counters import TxReplay
-from conformance.tlc.config import read_config
-from conformance.tlc.output import Outcome, parse_output
-from conformance.tlc.runner import TlcOptions, run_tlc
-from conformance.tlc.values import Record, canonical_json, state_from_itf, state_to_itf
-from impl.cluster import Cluster
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.conform import ConformResult, conform, dump_graph, replay_locally
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.mappings.tx_counters import TxReplay
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.output import Outcome, parse_output
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.tlc.values import Record, canonical_json, state_from_itf, state_to_itf
+from tidemark.impl.cluster import Cluster
 
 SPEC = Path("spec/TxCounters.tla")
 SMALL = Path("tests/models/TxCounters-small.cfg")

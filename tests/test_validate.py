@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from conftest import assert_output_schema
 
-from conformance.cli import main
-from conformance.errors import TidemarkError
-from conformance.mappings import SpecMapping, State, mapping_for
-from conformance.tlc.config import read_config
-from conformance.tlc.values import Record, Value, format_value
-from conformance.traces import (
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.mappings import SpecMapping, State, mapping_for
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.values import Record, Value, format_value
+from tidemark.conformance.traces import (
     SCHEMA_PATH,
     Trace,
     read_itf_trace,
@@ -23,8 +23,14 @@ from conformance.traces import (
     trace_to_itf,
     write_traces,
 )
-from conformance.validate import Rejection, initial_states, resolve_model, spec_variables, validate_traces
-from conformance.walks import random_walks
+from tidemark.conformance.validate import (
+    Rejection,
+    initial_states,
+    resolve_model,
+    spec_variables,
+    validate_traces,
+)
+from tidemark.conformance.walks import random_walks
 
 SPEC = Path("spec/UpdateCounter.tla")
 SMALL = Path("tests/models/UpdateCounter-small.cfg")
@@ -209,7 +215,9 @@ def test_batches_split_the_traces_over_runs(walks: list[Trace]) -> None:
 
 
 def test_the_schema_file_is_generated_from_the_model() -> None:
-    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), "run: python -m conformance.traces"
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), (
+        "run: python -m tidemark.conformance.traces"
+    )
 
 
 def test_trace_files_round_trip(walks: list[Trace], tmp_path: Path) -> None:

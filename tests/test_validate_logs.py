@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from conformance.errors import TidemarkError
-from conformance.kit.logs import SCHEMA_PATH, read_log, read_mapping, schema_text, validate_log
-from conformance.tlc.config import read_config
-from conformance.tlc.values import to_itf
+from tidemark.conformance.cli.main import main
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.kit.logs import SCHEMA_PATH, read_log, read_mapping, schema_text, validate_log
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.values import to_itf
 
 MAPPING = Path("examples/java/events.mapping.json")
 JAVA = "examples/java/run"
@@ -25,7 +25,9 @@ SEED = 3  # a run in which two ranges are committed out of order, where no-out-o
 
 
 def test_the_committed_schema_is_the_mappings() -> None:
-    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), "run python -m conformance.kit.logs"
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), (
+        "run python -m tidemark.conformance.kit.logs"
+    )
 
 
 def _write(path: Path, lines: list[dict[str, object]]) -> Path:

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.errors import TidemarkError
-from conformance.tlc import parse, values
-from conformance.tlc.parse import TlaValueError, parse_state, parse_value
-from conformance.tlc.values import (
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.tlc import parse, values
+from tidemark.conformance.tlc.parse import TlaValueError, parse_state, parse_value
+from tidemark.conformance.tlc.values import (
     Function,
     ModelValue,
     Record,
@@ -347,7 +347,7 @@ def test_values_pickle_and_rehash_in_another_process() -> None:
     assert pickle.loads(pickle.dumps(value)) == value
     script = (
         "import pickle, sys\n"
-        "from conformance.tlc.values import Record, Function, ModelValue\n"
+        "from tidemark.conformance.tlc.values import Record, Function, ModelValue\n"
         "v = Record(a='x', b=frozenset({'y'}), c=Function({ModelValue('s1'): 'z', 'a b': 1}))\n"
         "hash(v); hash(v['c'])\n"
         "sys.stdout.buffer.write(pickle.dumps(v))\n"

@@ -18,19 +18,19 @@ from conftest import assert_output_schema, headless_chromium
 from junitparser import JUnitXml
 from PIL import Image
 
-from conformance import cli
-from conformance.counterexample import read_itf
-from conformance.replay import Mismatch
-from conformance.report import (
+from tidemark.conformance.cli import main as cli
+from tidemark.conformance.counterexample import read_itf
+from tidemark.conformance.replay import Mismatch
+from tidemark.conformance.report import (
     action_text,
     counterexample_diagram,
     html_page,
     mismatch_diagram,
     write_report,
 )
-from conformance.tlc.output import Outcome
-from conformance.traces import read_traces
-from conformance.verify import SpecReport, Timings, VerifyReport, verify_spec
+from tidemark.conformance.tlc.output import Outcome
+from tidemark.conformance.traces import read_traces
+from tidemark.conformance.verify import SpecReport, Timings, VerifyReport, verify_spec
 
 SPEC = Path("spec/UpdateCounter.tla")
 SMALL = Path("tests/models/UpdateCounter-small.cfg")

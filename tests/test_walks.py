@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from conformance.mappings import mapping_for
-from conformance.tlc.config import read_config
-from conformance.tlc.values import canonical_json, state_to_itf
-from conformance.validate import initial_states
-from conformance.walks import random_walks, random_walks_on_spark
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.values import canonical_json, state_to_itf
+from tidemark.conformance.validate import initial_states
+from tidemark.conformance.walks import random_walks, random_walks_on_spark
 
 SPEC = Path("spec/UpdateCounter.tla")
 SMALL = Path("tests/models/UpdateCounter-small.cfg")

@@ -12,14 +12,14 @@ import pytest
 from conftest import assert_output_schema
 from junitparser import JUnitXml
 
-from conformance import cli
-from conformance.errors import TidemarkError
-from conformance.hazelcast_mutants import HAZELCAST_MUTANTS
-from conformance.mutants import PME_MUTANTS
-from conformance.ncache_mutants import NCACHE_MUTANTS
-from conformance.report import html_page
-from conformance.verify import VerifyReport
-from conformance.zoo import MUTANTS, SMALL, ZOO, ZooEntry, ZooReport, entries_named, run_zoo
+from tidemark.conformance.cli import main as cli
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.report import html_page
+from tidemark.conformance.verify import VerifyReport
+from tidemark.conformance.zoo.entries import MUTANTS, SMALL, ZOO, ZooEntry, ZooReport, entries_named, run_zoo
+from tidemark.conformance.zoo.hazelcast_mutants import HAZELCAST_MUTANTS
+from tidemark.conformance.zoo.mutants import PME_MUTANTS
+from tidemark.conformance.zoo.ncache_mutants import NCACHE_MUTANTS
 
 QUICK = ["non-atomic-primary-switch", "commit-without-wal"]
 
@@ -71,7 +71,7 @@ def test_a_model_that_cannot_reach_the_bug_misses_it(tmp_path: Path) -> None:
 
 def run_zoo_entries(work_dir: Path, entry: ZooEntry) -> ZooReport:
     """run_zoo on an entry of our own (the registry is swapped for the call)."""
-    import conformance.zoo as zoo
+    import tidemark.conformance.zoo.entries as zoo
 
     saved = zoo.ZOO
     zoo.ZOO = (entry,)

@@ -1,7 +1,7 @@
 """`tidemark audit`: Ignite's idle_verify over a snapshot, the verdict per partition, the report.
 
 The copies' figures come from an engine (conformance/audit/engine.py); each copy becomes its
-PartitionHashRecord and each partition's records are compared by impl.idle_verify, the definition the
+PartitionHashRecord and each partition's records are compared by tidemark.impl.idle_verify, the definition the
 model's idle_verify (impl.pme) uses too. Given a later snapshot of the same cluster, a partition whose
 copies' states or counters moved in between is "not idle" and not compared (Ignite stops the whole check
 with GridNotIdleException when a counter moves while it hashes; two snapshots let the rest be compared).
@@ -18,12 +18,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from conformance.audit.engine import CopyFigures, copies_here, copies_on_spark, copy_figures
-from conformance.audit.kernel import KernelOptions
-from conformance.audit.snapshot import Snapshot, open_snapshot
-from conformance.errors import TidemarkError
-from impl.affinity import hash_string
-from impl.idle_verify import (
+from tidemark.conformance.audit.engine import CopyFigures, copies_here, copies_on_spark, copy_figures
+from tidemark.conformance.audit.kernel import KernelOptions
+from tidemark.conformance.audit.snapshot import Snapshot, open_snapshot
+from tidemark.conformance.errors import TidemarkError
+from tidemark.impl.affinity import hash_string
+from tidemark.impl.idle_verify import (
     HashRecord,
     RecordState,
     compare,
@@ -264,8 +264,8 @@ def audit(
     options = KernelOptions(first.key_type, tuple(caches), tuple(exclude))
     if local:
         return audit_snapshots(first, second, options)
-    from conformance.spark import spark_session
-    from conformance.tlc.runner import find_java
+    from tidemark.conformance.spark import spark_session
+    from tidemark.conformance.tlc.runner import find_java
 
     find_java()
     with spark_session(master) as spark:

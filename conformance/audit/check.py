@@ -9,11 +9,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
-from conformance.audit.audit import AuditReport, audit_snapshots
-from conformance.audit.generate import GenerateConfig, generate
-from conformance.audit.kernel import KernelOptions
-from conformance.audit.snapshot import open_snapshot
-from conformance.scratch import scratch_root
+from tidemark.conformance.audit.audit import AuditReport, audit_snapshots
+from tidemark.conformance.audit.generate import GenerateConfig, generate
+from tidemark.conformance.audit.kernel import KernelOptions
+from tidemark.conformance.audit.snapshot import open_snapshot
+from tidemark.conformance.scratch import scratch_root
 
 # Two groups of 64 partitions, 3 copies on 4 nodes, 20,000 keys (about 60,000 rows): every kind of
 # divergence twice, and two partitions whose counters move before the later snapshot.

@@ -1,4 +1,4 @@
-"""`tidemark audit`: the command around conformance/audit (the parser is in conformance/options.py).
+"""`tidemark audit`: the command around conformance/audit (its options are in conformance/cli/options.py).
 
 `tidemark audit SNAPSHOT [LATER]` prints what Ignite's idle_verify would print for the snapshot (or the
 JSON of --json), writes the dump (--dump), the page (--report), compares with a dump of the user's cluster
@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from conformance.errors import TidemarkError
-from conformance.outputs import finish
+from tidemark.conformance.cli.outputs import finish
+from tidemark.conformance.errors import TidemarkError
 
 
 def write_whole(path: Path, text: str) -> None:
@@ -35,7 +35,7 @@ def write_whole(path: Path, text: str) -> None:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from conformance.audit.generate import GenerateConfig, generate
+    from tidemark.conformance.audit.generate import GenerateConfig, generate
 
     target: Path = args.generate
     if target.exists() and any(target.iterdir()):
@@ -86,9 +86,9 @@ def run(args: argparse.Namespace) -> int:
     for option in (args.dump, args.report):
         if option is not None and option.is_dir():
             raise TidemarkError("is a directory", source=str(option), expected="a file to write")
-    from conformance.audit.audit import audit
-    from conformance.audit.ignite_text import differences, dump_text, idle_verify_text, read_dump
-    from conformance.audit.page import audit_page
+    from tidemark.conformance.audit.audit import audit
+    from tidemark.conformance.audit.ignite_text import differences, dump_text, idle_verify_text, read_dump
+    from tidemark.conformance.audit.page import audit_page
 
     against = read_dump(args.against) if args.against is not None else None  # read before the work
     report = audit(

@@ -22,10 +22,10 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-from conformance.audit.kernel import PARTIAL_DDL, PARTIAL_SCHEMA, KernelOptions, partials
-from conformance.audit.snapshot import CellError, Snapshot, Unit, unit_batches, units
-from conformance.errors import TidemarkError
-from conformance.spark import ship_files, shipped_paths
+from tidemark.conformance.audit.kernel import PARTIAL_DDL, PARTIAL_SCHEMA, KernelOptions, partials
+from tidemark.conformance.audit.snapshot import CellError, Snapshot, Unit, unit_batches, units
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.spark import ship_files, shipped_paths
 
 KEYS: Final = ("group", "partition", "node")
 SUMS: Final = ("rows", "entries", "part_hash", "ver_hash")

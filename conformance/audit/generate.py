@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 from numpy.typing import NDArray
 from pydantic import BaseModel, Field
 
-from conformance.errors import TidemarkError
-from impl.affinity import MAX_PARTITIONS
+from tidemark.conformance.errors import TidemarkError
+from tidemark.impl.affinity import MAX_PARTITIONS
 
 KINDS: Final = (
     "missing-entry",  # hash conflict: a backup lacks an entry
@@ -84,7 +84,7 @@ def _node(i: int) -> str:
 
 
 def _partition_of(keys: NDArray[np.int64], partitions: int) -> NDArray[np.int64]:
-    """Ignite's RendezvousAffinityFunction.partition for Long keys (impl.affinity, vectorized)."""
+    """Ignite's RendezvousAffinityFunction.partition for Long keys (tidemark.impl.affinity, vectorized)."""
     bits = keys.view(np.uint64)
     h = (bits ^ (bits >> np.uint64(32))).astype(np.uint32).view(np.int32).astype(np.int64)
     if partitions & (partitions - 1) == 0:

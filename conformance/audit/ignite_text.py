@@ -17,9 +17,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
-from conformance.audit.audit import AuditReport, PartitionAudit, Record, dump_order
-from conformance.errors import TidemarkError
-from impl.idle_verify import MOVING_SIZE, RecordState, zero
+from tidemark.conformance.audit.audit import AuditReport, PartitionAudit, Record, dump_order
+from tidemark.conformance.errors import TidemarkError
+from tidemark.impl.idle_verify import MOVING_SIZE, RecordState, zero
 
 FOUND_NONE: Final = "The check procedure has finished, no conflicts have been found.\n"
 _SEPARATOR: Final = "\n\n-----------------------------------\n\n"

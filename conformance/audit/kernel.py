@@ -8,7 +8,7 @@ its key + value hashes and of its version hashes (int64: a batch's sums are exac
 happens once, on the total). A row that breaks the format yields instead one error row naming the row
 (its file id and row number, columns `_file` and `_row` of the batch) and the column.
 
-Hashing is vectorized with numpy over the Arrow buffers and agrees with impl.idle_verify's scalar
+Hashing is vectorized with numpy over the Arrow buffers and agrees with tidemark.impl.idle_verify's scalar
 definitions (tests/test_audit_kernel.py): Java's hashCode of int, long, string (UTF-16 code units) and
 UUID keys, Arrays.hashCode of the value bytes, GridCacheVersion.hashCode of the versions.
 """
@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from impl.affinity import INT_MAX, INT_MIN, MAX_PARTITIONS, hash_string, hash_uuid
-from impl.idle_verify import COPY_STATES, NODE_ORDER_MAX, check_counter, parse_missed
+from tidemark.impl.affinity import INT_MAX, INT_MIN, MAX_PARTITIONS, hash_string, hash_uuid
+from tidemark.impl.idle_verify import COPY_STATES, NODE_ORDER_MAX, check_counter, parse_missed
 
 # The columns a snapshot has (issue 18), the optional parts of an entry's version, and the row's place.
 COPY_COLUMNS: Final = ("node", "group", "partition", "state", "primary", "lwm", "gaps", "hwm")
@@ -135,7 +135,7 @@ def bytes_hashes(array: pa.Array) -> NDArray[np.uint32]:
 
 def string_hashes(array: pa.Array) -> NDArray[np.uint32]:
     """String.hashCode of every value: over UTF-16 code units, which for ASCII text are its bytes; rows
-    with other characters are hashed one by one (impl.affinity.hash_string)."""
+    with other characters are hashed one by one (tidemark.impl.affinity.hash_string)."""
     offsets, data = _segments(array)
     out = polynomial_hash(offsets, data.astype(np.uint32), 0)
     high = data[offsets[0] : offsets[-1]] >= 0x80

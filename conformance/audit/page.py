@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from html import escape
 
-from conformance.audit.audit import AuditReport, PartitionAudit, Tally
+from tidemark.conformance.audit.audit import AuditReport, PartitionAudit, Tally
 
 _FINDINGS_SHOWN = 50
 
 
 def _charts(title: str, tallies: dict[str, Tally]) -> str:
-    from conformance.report import bar_chart
+    from tidemark.conformance.report import bar_chart
 
     names = list(tallies)
     return "".join(
@@ -72,7 +72,7 @@ def audit_section(report: AuditReport, heading: str = "h2") -> str:
 
 def audit_page(report: AuditReport) -> str:
     """`tidemark audit --report`'s page."""
-    from conformance.report import STYLE
+    from tidemark.conformance.report import STYLE
 
     verdict = "conflicts" if report.conflict else "no conflicts"
     return (

@@ -23,8 +23,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from conformance.audit.kernel import COPY_COLUMNS, ENTRY_COLUMNS, KEY_TYPES, VERSION_PARTS
-from conformance.errors import TidemarkError
+from tidemark.conformance.audit.kernel import COPY_COLUMNS, ENTRY_COLUMNS, KEY_TYPES, VERSION_PARTS
+from tidemark.conformance.errors import TidemarkError
 
 BATCH_ROWS: Final = 1 << 16
 

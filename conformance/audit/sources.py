@@ -1,7 +1,7 @@
 """Snapshots of clusters tidemark runs itself: the model's (impl.pme) and a real Ignite's (the harness).
 
 Both become the same table, the snapshot format of docs/audit.md, so the audit of either can be put beside
-that cluster's own idle_verify: the model's impl.pme.idle_verify, or Ignite's (tests/test_audit.py,
+that cluster's own idle_verify: the model's tidemark.impl.pme.idle_verify, or Ignite's (tests/test_audit.py,
 tests/test_audit_ignite.py).
 """
 
@@ -14,8 +14,8 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-from impl.idle_verify import missed, missed_text
-from impl.pme import PmeCluster
+from tidemark.impl.idle_verify import missed, missed_text
+from tidemark.impl.pme import PmeCluster
 
 SCHEMA: Final = pa.schema(
     [

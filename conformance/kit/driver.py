@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance.errors import TidemarkError, ToolError
-from conformance.kit.protocol import (
+from tidemark.conformance.errors import TidemarkError, ToolError
+from tidemark.conformance.kit.protocol import (
     MAX_BATCH,
     PROTOCOL,
     HelloAnswer,
@@ -36,8 +36,8 @@ from conformance.kit.protocol import (
     parse_hello,
     request_text,
 )
-from conformance.scratch import forget, watch
-from conformance.tlc.values import Value, to_itf
+from tidemark.conformance.scratch import forget, watch
+from tidemark.conformance.tlc.values import Value, to_itf
 
 STDERR_LINES = 20  # the driver's last stderr lines kept for a finding
 START_TIMEOUT = 120.0  # seconds to the hello answer: a driver may build itself first (javac)

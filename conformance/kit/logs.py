@@ -35,12 +35,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, ValidationError
 
-from conformance.counterexample import action_text
-from conformance.errors import TidemarkError
-from conformance.mappings import State
-from conformance.resources import resource
-from conformance.tlc.runner import TlcOptions
-from conformance.tlc.values import (
+from tidemark.conformance.counterexample import action_text
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.mappings import State
+from tidemark.conformance.resources import resource
+from tidemark.conformance.tlc.runner import TlcOptions
+from tidemark.conformance.tlc.values import (
     Function,
     Record,
     Value,
@@ -50,7 +50,15 @@ from conformance.tlc.values import (
     state_from_itf,
     state_to_itf,
 )
-from conformance.validate import _config, _Definitions, _load_model, _Model, _module, _run, _spec_steps
+from tidemark.conformance.validate import (
+    _config,
+    _Definitions,
+    _load_model,
+    _Model,
+    _module,
+    _run,
+    _spec_steps,
+)
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "log-mapping.schema.json"
 

@@ -1,7 +1,7 @@
 """The driver protocol's messages: one JSON object per line, tidemark asks, the driver answers.
 
 Every message is a pydantic model; its JSON Schema is committed under conformance/schemas/ (regenerate
-with `python -m conformance.kit.protocol`; a test keeps the files current). An answer is validated on
+with `python -m tidemark.conformance.kit.protocol`; a test keeps the files current). An answer is validated on
 receipt against the answers its request allows: anything else is a finding about the driver, reported
 with the output line and what was expected.
 

@@ -1,9 +1,9 @@
 """impl/ as a driver: the in-process implementation behind the driver protocol.
 
-    python -m conformance.kit.python_driver SPEC [--mutant NAME]
+    python -m tidemark.conformance.kit.python_driver SPEC [--mutant NAME]
 
 It answers through the spec's mapping (conformance/mappings/), so `tidemark conform SPEC --driver
-'python -m conformance.kit.python_driver SPEC'` checks exactly what in-process replay checks, through
+'python -m tidemark.conformance.kit.python_driver SPEC'` checks exactly what in-process replay checks, through
 the protocol: the test that both agree is the protocol's own conformance test. Specs whose mapping
 has an `initial` state: UpdateCounter and TxCounters.
 """
@@ -17,9 +17,9 @@ from typing import IO, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from conformance.kit.protocol import PROTOCOL, Batch, Enabled, Hello, Init, Load, Request, Step
-from conformance.mappings import ReplayError, SpecMapping, mapping_for
-from conformance.tlc.values import canonical_state_json, canonical_text, from_itf, state_from_itf
+from tidemark.conformance.kit.protocol import PROTOCOL, Batch, Enabled, Hello, Init, Load, Request, Step
+from tidemark.conformance.mappings import ReplayError, SpecMapping, mapping_for
+from tidemark.conformance.tlc.values import canonical_state_json, canonical_text, from_itf, state_from_itf
 
 REQUEST: TypeAdapter[Any] = TypeAdapter(Hello | Batch | Request)
 
@@ -88,9 +88,11 @@ def serve(session: Session, requests: IO[str], answers: IO[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.kit.python_driver", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m tidemark.conformance.kit.python_driver", description=__doc__
+    )
     parser.add_argument("spec", help="the spec module's name, e.g. UpdateCounter")
-    parser.add_argument("--mutant", help="a deliberately broken implementation (conformance/mutants.py)")
+    parser.add_argument("--mutant", help="a deliberately broken implementation (conformance/zoo/mutants.py)")
     args = parser.parse_args(argv)
     serve(Session(args.spec, args.mutant), sys.stdin, sys.stdout)
     return 0

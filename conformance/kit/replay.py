@@ -23,12 +23,24 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from conformance.errors import ToolError
-from conformance.kit.driver import Driver, DriverFault
-from conformance.kit.protocol import EnabledAnswer, ErrorAnswer, NotEnabled, StateAnswer, request_text
-from conformance.mappings import ReplayError
-from conformance.replay import Mismatch, NotReplayed, StateResult, check_state
-from conformance.tlc.values import Value, canonical_state_json, from_itf, state_digest, state_from_parsed_itf
+from tidemark.conformance.errors import ToolError
+from tidemark.conformance.kit.driver import Driver, DriverFault
+from tidemark.conformance.kit.protocol import (
+    EnabledAnswer,
+    ErrorAnswer,
+    NotEnabled,
+    StateAnswer,
+    request_text,
+)
+from tidemark.conformance.mappings import ReplayError
+from tidemark.conformance.replay import Mismatch, NotReplayed, StateResult, check_state
+from tidemark.conformance.tlc.values import (
+    Value,
+    canonical_state_json,
+    from_itf,
+    state_digest,
+    state_from_parsed_itf,
+)
 
 Edge = tuple[int, int, str]  # (dst, dst digest, dst action as ITF JSON text)
 Row = tuple[int, str, list[Edge]]  # (state, its ITF JSON text, its outgoing edges)

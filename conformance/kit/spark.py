@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from conformance.conform import DriverOptions, GraphTables, replay_partitions
-from conformance.errors import TidemarkError, ToolError
-from conformance.kit.driver import Driver, DriverFault
-from conformance.kit.replay import DriverRun, replay_with_driver
-from conformance.replay import ReplaySummary, arrow_rows, results_batches
-from conformance.tlc.values import Value
+from tidemark.conformance.conform import DriverOptions, GraphTables, replay_partitions
+from tidemark.conformance.errors import TidemarkError, ToolError
+from tidemark.conformance.kit.driver import Driver, DriverFault
+from tidemark.conformance.kit.replay import DriverRun, replay_with_driver
+from tidemark.conformance.replay import ReplaySummary, arrow_rows, results_batches
+from tidemark.conformance.tlc.values import Value
 
 if TYPE_CHECKING:
     from pyspark import Accumulator

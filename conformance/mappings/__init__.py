@@ -12,21 +12,21 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Protocol
 
-from conformance.errors import TidemarkError
-from conformance.tlc.values import Record, Value, make_function
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.tlc.values import Record, Value, make_function
 
 State = dict[str, Value]
 
 # spec module name -> mapping module (spec/X.tla <-> impl/x.py <-> conformance/mappings/x.py), and its
 # builder when it is not `build` (a variant spec maps onto the same implementation, configured otherwise)
 MAPPINGS = {
-    "UpdateCounter": "conformance.mappings.counter",
-    "TxCounters": "conformance.mappings.tx_counters",
-    "TxCountersFixed": "conformance.mappings.tx_counters:build_fixed",
-    "PME": "conformance.mappings.pme",
-    "HazelcastAntiEntropy": "conformance.mappings.hazelcast",
-    "PMEFixed": "conformance.mappings.pme:build_fixed",
-    "NCachePartitionReplica": "conformance.mappings.ncache",
+    "UpdateCounter": "tidemark.conformance.mappings.counter",
+    "TxCounters": "tidemark.conformance.mappings.tx_counters",
+    "TxCountersFixed": "tidemark.conformance.mappings.tx_counters:build_fixed",
+    "PME": "tidemark.conformance.mappings.pme",
+    "HazelcastAntiEntropy": "tidemark.conformance.mappings.hazelcast",
+    "PMEFixed": "tidemark.conformance.mappings.pme:build_fixed",
+    "NCachePartitionReplica": "tidemark.conformance.mappings.ncache",
 }
 
 

@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import cast
 
-from conformance.errors import TidemarkError
-from conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
-from conformance.mutants import COUNTER_MUTANTS, implementation
-from conformance.tlc.values import Record, Value
-from impl.counter import CounterInconsistencyError, PartitionUpdateCounter, TooManyGapsError
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
+from tidemark.conformance.tlc.values import Record, Value
+from tidemark.conformance.zoo.mutants import COUNTER_MUTANTS, implementation
+from tidemark.impl.counter import CounterInconsistencyError, PartitionUpdateCounter, TooManyGapsError
 
 Range = tuple[int, int]
 

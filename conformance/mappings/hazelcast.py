@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import cast
 
-from conformance.errors import TidemarkError
-from conformance.hazelcast_mutants import HAZELCAST_MUTANTS
-from conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
-from conformance.mappings.tx_counters import _field, _int, _pairs, _set, _str
-from conformance.mutants import implementation
-from conformance.tlc.values import Record, Value, make_function
-from impl.hazelcast import (
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
+from tidemark.conformance.mappings.tx_counters import _field, _int, _pairs, _set, _str
+from tidemark.conformance.tlc.values import Record, Value, make_function
+from tidemark.conformance.zoo.hazelcast_mutants import HAZELCAST_MUTANTS
+from tidemark.conformance.zoo.mutants import implementation
+from tidemark.impl.hazelcast import (
     AntiEntropy,
     Backup,
     FragmentVersions,

@@ -20,13 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
 
-from conformance.errors import TidemarkError
-from conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
-from conformance.mappings.tx_counters import _field, _int, _pairs, _set, _str
-from conformance.mutants import implementation
-from conformance.ncache_mutants import NCACHE_MUTANTS
-from conformance.tlc.values import Record, Value
-from impl.ncache import NCacheCluster, NCacheConfig, Step, StepNotEnabled, Store
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
+from tidemark.conformance.mappings.tx_counters import _field, _int, _pairs, _set, _str
+from tidemark.conformance.tlc.values import Record, Value
+from tidemark.conformance.zoo.mutants import implementation
+from tidemark.conformance.zoo.ncache_mutants import NCACHE_MUTANTS
+from tidemark.impl.ncache import NCacheCluster, NCacheConfig, Step, StepNotEnabled, Store
 
 NONE = "none"
 SPEC = "NCachePartitionReplica"

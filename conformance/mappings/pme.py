@@ -11,7 +11,7 @@ Spec-level rules kept here: MaxFailures bounds NodeFail (the spec counts crashes
 holds it back while the client has an undecided transaction, BaselineAutoAdjust
 allows BaselineChange, WalTruncation allows TruncateWal, Checkpoints allows Checkpoint, and Done is the
 spec's terminal step once nothing is in flight. spec/PMEFixed.tla maps onto a cluster with every proposed
-fix on (impl.cluster.Fix).
+fix on (tidemark.impl.cluster.Fix).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, cast
 
-from conformance.errors import TidemarkError
-from conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
-from conformance.mappings.tx_counters import (
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
+from tidemark.conformance.mappings.tx_counters import (
     TxCountersMapping,
     TxReplay,
     _field,
@@ -31,11 +31,11 @@ from conformance.mappings.tx_counters import (
     _set,
     _str,
 )
-from conformance.mutants import PME_MUTANTS, implementation
-from conformance.tlc.values import Record, Value
-from impl.cluster import Cluster, Config, Fix, NearState, Step
-from impl.counter import PartitionUpdateCounter
-from impl.pme import (
+from tidemark.conformance.tlc.values import Record, Value
+from tidemark.conformance.zoo.mutants import PME_MUTANTS, implementation
+from tidemark.impl.cluster import Cluster, Config, Fix, NearState, Step
+from tidemark.impl.counter import PartitionUpdateCounter
+from tidemark.impl.pme import (
     Copy,
     Demand,
     Event,
@@ -47,7 +47,7 @@ from impl.pme import (
     SuppliedEntry,
     Supply,
 )
-from impl.wal import Disk
+from tidemark.impl.wal import Disk
 
 
 def _bool(value: Value) -> bool:

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, cast
 
-from conformance.errors import TidemarkError
-from conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
-from conformance.mappings.counter import counter_value
-from conformance.mutants import CLUSTER_MUTANTS, implementation
-from conformance.tlc.values import Function, Record, Value
-from impl.cluster import (
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.mappings import ReplayError, State, shared_function, shared_record, shared_set
+from tidemark.conformance.mappings.counter import counter_value
+from tidemark.conformance.tlc.values import Function, Record, Value
+from tidemark.conformance.zoo.mutants import CLUSTER_MUTANTS, implementation
+from tidemark.impl.cluster import (
     Cluster,
     Config,
     Fix,
@@ -38,9 +38,9 @@ from impl.cluster import (
     StepNotEnabled,
     TxState,
 )
-from impl.counter import PartitionUpdateCounter
-from impl.messages import MESSAGE_TYPES, Message, Version
-from impl.wal import DataRecord, Disk, Entry, LoggedRecord, RebalancedRecord, RollbackRecord
+from tidemark.impl.counter import PartitionUpdateCounter
+from tidemark.impl.messages import MESSAGE_TYPES, Message, Version
+from tidemark.impl.wal import DataRecord, Disk, Entry, LoggedRecord, RebalancedRecord, RollbackRecord
 
 DONE = Record(name="Done")
 # Cluster steps that are no spec action: the spec stutters on them.

@@ -25,9 +25,10 @@ from typing import Literal
 import coverage
 from pydantic import BaseModel, Field
 
-from conformance.errors import TidemarkError
-from conformance.mutation.points import Mutant, install, mutants
-from conformance.mutation.survivors import Category, explanation
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.mutation.points import Mutant, install, mutants
+from tidemark.conformance.mutation.survivors import Category, explanation
+from tidemark.conformance.resources import resource
 
 _RESULT = "tidemark-mutant-result "
 
@@ -62,10 +63,10 @@ class Verdict(BaseModel):
 
 def _first_mismatch(model: ModelGraph) -> str | None:
     """Replay the graph in discovery order; the first mismatch (or crash) as one line, None if it conforms."""
-    from conformance.conform import GraphTables
-    from conformance.mappings import mapping_for
-    from conformance.replay import explain, replay_state
-    from conformance.tlc.config import read_config
+    from tidemark.conformance.conform import GraphTables
+    from tidemark.conformance.mappings import mapping_for
+    from tidemark.conformance.replay import explain, replay_state
+    from tidemark.conformance.tlc.config import read_config
 
     tables = GraphTables(Path(model.graph))
     try:
@@ -145,7 +146,11 @@ class Children:
 
     def run(self, task: Task, timeout: float) -> Verdict | None:
         """Run one task in a fresh interpreter; None when it did not finish within `timeout` seconds."""
-        command = [sys.executable, "-c", "from conformance.mutation.campaign import child_main; child_main()"]
+        command = [
+            sys.executable,
+            "-c",
+            "from tidemark.conformance.mutation.campaign import child_main; child_main()",
+        ]
         with self._lock:
             if self.stopped:
                 raise KeyboardInterrupt
@@ -200,28 +205,28 @@ TARGETS = {
     "impl/counter.py": Target(
         Path("impl/counter.py"),
         (
-            (Path("spec/UpdateCounter.tla"), Path("spec/UpdateCounter.cfg")),
-            (Path("spec/UpdateCounter.tla"), Path("spec/UpdateCounter-limit.cfg")),
+            (resource("spec/UpdateCounter.tla"), resource("spec/UpdateCounter.cfg")),
+            (resource("spec/UpdateCounter.tla"), resource("spec/UpdateCounter-limit.cfg")),
         ),
         ("tests/test_counter.py", "tests/test_counter_stateful.py"),
     ),
     "impl/cluster.py": Target(
         Path("impl/cluster.py"),
-        ((Path("spec/TxCounters.tla"), Path("spec/TxCounters.cfg")),),
+        ((resource("spec/TxCounters.tla"), resource("spec/TxCounters.cfg")),),
         ("tests/test_cluster.py", "tests/test_cluster_stateful.py", "tests/test_scenario.py"),
     ),
     "impl/pme.py": Target(
         Path("impl/pme.py"),
         (
-            (Path("spec/PME.tla"), Path("spec/PME.cfg")),
+            (resource("spec/PME.tla"), resource("spec/PME.cfg")),
             # What the standard model turns off: WAL truncation, a partition at the threshold, two
             # crashes and a total outage with checkpoints, baseline changes (RENTING, eviction), and
             # the proposed fixes (docs/mutation.md, impl/pme.py).
-            (Path("spec/PME.tla"), Path("tests/models/PME-history.cfg")),
-            (Path("spec/PME.tla"), Path("tests/models/PME-threshold.cfg")),
-            (Path("spec/PME.tla"), Path("tests/models/PME-outage.cfg")),
-            (Path("spec/PME.tla"), Path("tests/models/PME-baseline.cfg")),
-            (Path("spec/PMEFixed.tla"), Path("tests/models/PMEFixed-mutation.cfg")),
+            (resource("spec/PME.tla"), resource("tests/models/PME-history.cfg")),
+            (resource("spec/PME.tla"), resource("tests/models/PME-threshold.cfg")),
+            (resource("spec/PME.tla"), resource("tests/models/PME-outage.cfg")),
+            (resource("spec/PME.tla"), resource("tests/models/PME-baseline.cfg")),
+            (resource("spec/PMEFixed.tla"), resource("tests/models/PMEFixed-mutation.cfg")),
         ),
         ("tests/test_pme_stateful.py", "tests/test_scenarios_pme.py"),
     ),
@@ -289,9 +294,9 @@ class ModuleScore(BaseModel):
 
 def prepare_graphs(target: Target, work: Path) -> list[ModelGraph]:
     """TLC dumps each model's graph once (reused while spec, model and TLC are unchanged)."""
-    from conformance.conform import dump_graph
-    from conformance.tlc.output import Outcome
-    from conformance.tlc.runner import TlcOptions
+    from tidemark.conformance.conform import dump_graph
+    from tidemark.conformance.tlc.output import Outcome
+    from tidemark.conformance.tlc.runner import TlcOptions
 
     graphs = []
     for spec, config in target.models:

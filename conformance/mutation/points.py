@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from conformance.errors import TidemarkError
+from tidemark.conformance.errors import TidemarkError
 
 # Comparison flips: each operator's boundary shift and negation.
 _COMPARE: dict[type[ast.cmpop], tuple[type[ast.cmpop], ...]] = {

@@ -9,7 +9,7 @@ Every survivor of an impl/ module falls in one of three categories:
   one; it counts against the raw score, not against the protocol score.
 - "unreached": a behaviour of the protocol on valid input that the standard models do not reach; it
   counts against both scores.
-Keys are `conformance.mutation.points.Mutant.key`; docs/mutation.md presents the same list.
+Keys are `tidemark.conformance.mutation.points.Mutant.key`; docs/mutation.md presents the same list.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from typing import Literal
 import z3
 from pydantic import BaseModel, ConfigDict
 
-from conformance.prove.relations import (
+from tidemark.conformance.prove.relations import (
     Mutation,
     Named,
     Role,
@@ -80,7 +80,7 @@ ASSUMPTIONS = [
 
 
 class CounterValues(BaseModel):
-    """Concrete counter values (as in impl.counter.PartitionUpdateCounter)."""
+    """Concrete counter values (as in tidemark.impl.counter.PartitionUpdateCounter)."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -2,11 +2,16 @@
 diagrams (diagrams.py) and charts (charts.py), and the terminal summary of `tidemark verify`
 (terminal.py)."""
 
-from conformance.report.charts import bar_chart
-from conformance.report.diagrams import action_text, counterexample_diagram, mismatch_diagram, verdict
-from conformance.report.page import html_page, write_report
-from conformance.report.render import STYLE
-from conformance.report.terminal import summary_table
+from tidemark.conformance.report.charts import bar_chart
+from tidemark.conformance.report.diagrams import (
+    action_text,
+    counterexample_diagram,
+    mismatch_diagram,
+    verdict,
+)
+from tidemark.conformance.report.page import html_page, write_report
+from tidemark.conformance.report.render import STYLE
+from tidemark.conformance.report.terminal import summary_table
 
 __all__ = [
     "STYLE",

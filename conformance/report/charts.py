@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from markupsafe import Markup
 
-from conformance.report.render import environment
+from tidemark.conformance.report.render import environment
 
 # Pixels: the narrowest label column, a label's character, the longest bar, a row, the title's row.
 LABEL_WIDTH, CHAR_WIDTH, BAR_WIDTH, ROW, TOP = 120, 7, 360, 22, 26

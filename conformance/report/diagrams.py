@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.counterexample import action_text as value_action_text
-from conformance.replay import Mismatch
-from conformance.tlc.output import TraceStep, Violation
-from conformance.tlc.values import from_itf
+from tidemark.conformance.counterexample import action_text as value_action_text
+from tidemark.conformance.replay import Mismatch
+from tidemark.conformance.tlc.output import TraceStep, Violation
+from tidemark.conformance.tlc.values import from_itf
 
 # Action record fields naming the copy, node or member a step happens on (UpdateCounter: copy, TxCounters
 # and PME: node, HazelcastAntiEntropy: member).

@@ -22,23 +22,23 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
-from conformance.mermaid import SCRIPT as MERMAID_SCRIPT
-from conformance.mermaid import VERSION as MERMAID_VERSION
-from conformance.mermaid import write_mermaid
-from conformance.reach import BOUNDARIES
-from conformance.replay import Mismatch
-from conformance.report.charts import bar_chart
-from conformance.report.diagrams import (
+from tidemark.conformance.mermaid import SCRIPT as MERMAID_SCRIPT
+from tidemark.conformance.mermaid import VERSION as MERMAID_VERSION
+from tidemark.conformance.mermaid import write_mermaid
+from tidemark.conformance.reach import BOUNDARIES
+from tidemark.conformance.replay import Mismatch
+from tidemark.conformance.report.charts import bar_chart
+from tidemark.conformance.report.diagrams import (
     action_text,
     counterexample_diagram,
     mismatch_diagram,
     step_action,
     verdict,
 )
-from conformance.report.render import STYLE, environment, seconds
-from conformance.tlc.output import Outcome, Violation
-from conformance.tlc.values import format_value, state_from_itf
-from conformance.verify import ConformFigures, SpecReport, ValidationFigures, VerifyReport
+from tidemark.conformance.report.render import STYLE, environment, seconds
+from tidemark.conformance.tlc.output import Outcome, Violation
+from tidemark.conformance.tlc.values import format_value, state_from_itf
+from tidemark.conformance.verify import ConformFigures, SpecReport, ValidationFigures, VerifyReport
 
 # Mismatches drawn in full (diagram, source state); the other examples kept are listed in a table.
 MISMATCH_DIAGRAMS = 5
@@ -133,7 +133,7 @@ def depth_chart(spec: SpecReport) -> Markup:
 
 
 def audit_html(report: VerifyReport) -> Markup:
-    from conformance.audit.page import audit_section
+    from tidemark.conformance.audit.page import audit_section
 
     assert report.audit is not None
     return Markup(audit_section(report.audit.report, "h3"))  # escaped where conformance/audit/page.py made it
@@ -203,9 +203,9 @@ def _write(path: Path, text: str) -> None:
 def write_report(report: VerifyReport, directory: Path = Path("reports")) -> Path:
     """Write directory/index.html, report.json (the command's --json) and junit.xml beside it, and Mermaid;
     returns the page's path. The specs' artefacts are already in directory/artefacts (verify wrote them)."""
-    from conformance.junit import verify_suites
-    from conformance.junit import write as write_junit
-    from conformance.outputs import dump
+    from tidemark.conformance.cli.outputs import dump
+    from tidemark.conformance.junit import verify_suites
+    from tidemark.conformance.junit import write as write_junit
 
     directory.mkdir(parents=True, exist_ok=True)
     write_mermaid(directory)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from conformance.report.diagrams import verdict
-from conformance.report.render import figure, seconds
-from conformance.verify import VerifyReport
+from tidemark.conformance.report.diagrams import verdict
+from tidemark.conformance.report.render import figure, seconds
+from tidemark.conformance.verify import VerifyReport
 
 
 def summary_table(report: VerifyReport) -> Table:

@@ -38,8 +38,8 @@ A scenario is a JSON file (schema: conformance/schemas/scenario.schema.json, gen
   from..to and the supplier, "pme") and `txs` (a transaction's state on that server, or on the client).
   `topology`: the topology version, the version whose exchange completed, the owner lists and ("pme")
   the pending events - e.g. the late affinity switch's "affinity" - and the coordinator. `idle_verify`
-  ("pme"): what impl.pme.idle_verify reports.
-- `counter`: "tracking" (Ignite's counter, the default) or a counter mutant of conformance/mutants.py,
+  ("pme"): what tidemark.impl.pme.idle_verify reports.
+- `counter`: "tracking" (Ignite's counter, the default) or a counter mutant of conformance/zoo/mutants.py,
   e.g. "no-out-of-order-tracking" ("2pc" only).
 
 The package, by concern:
@@ -52,10 +52,10 @@ The package, by concern:
   cells, the Mermaid diagram, the HTML page; outputs.py: the files and the --json summary.
 """
 
-from conformance.scenarios.load import load_scenario
-from conformance.scenarios.outputs import output_paths, scenario_summary, write_outputs
-from conformance.scenarios.runner import run_scenario
-from conformance.scenarios.views.text import timeline_table
+from tidemark.conformance.scenarios.load import load_scenario
+from tidemark.conformance.scenarios.outputs import output_paths, scenario_summary, write_outputs
+from tidemark.conformance.scenarios.runner import run_scenario
+from tidemark.conformance.scenarios.views.text import timeline_table
 
 __all__ = [
     "load_scenario",

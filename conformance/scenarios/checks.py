@@ -10,15 +10,15 @@ from typing import cast
 
 from pydantic import JsonValue
 
-from conformance.scenarios.adapters.base import System
-from conformance.scenarios.expectations import (
+from tidemark.conformance.scenarios.adapters.base import System
+from tidemark.conformance.scenarios.expectations import (
     ExchangeExpectation,
     Expectations,
     IdleVerifyExpectation,
     NodeExpectation,
     TopologyExpectation,
 )
-from conformance.scenarios.result import Check
+from tidemark.conformance.scenarios.result import Check
 
 
 def check(path: str, expected: JsonValue, actual: JsonValue) -> Check:

@@ -8,12 +8,12 @@ import json
 
 from rich.markup import escape
 
-from conformance.outputs import emit
-from conformance.progress import out
+from tidemark.conformance.cli.outputs import emit
+from tidemark.conformance.cli.progress import out
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.scenarios import (
+    from tidemark.conformance.scenarios import (
         load_scenario,
         output_paths,
         run_scenario,
@@ -23,14 +23,14 @@ def run(args: argparse.Namespace) -> int:
 
     scenario = load_scenario(args.file)
     if args.system != "impl":
-        from conformance.scenarios.real import scenario_on_system
+        from tidemark.conformance.scenarios.real import scenario_on_system
 
         return scenario_on_system(scenario, args, out)
     target = output_paths(args.out, scenario.name)[0]  # checked before the run
     result = run_scenario(scenario)
     diagram, page = write_outputs(result, target)
     if args.junit is not None:
-        from conformance.junit import scenario_cases, suite, write
+        from tidemark.conformance.junit import scenario_cases, suite, write
 
         write(args.junit, [suite(f"scenario {result.name}", scenario_cases(result))])
     if args.json:

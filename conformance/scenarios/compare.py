@@ -22,10 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.scenarios.adapters.base import System
-from conformance.scenarios.format import ScenarioFile, TxStartStep
-from conformance.scenarios.result import Check, ScenarioResult
-from conformance.scenarios.runner import run_scenario
+from tidemark.conformance.scenarios.adapters.base import System
+from tidemark.conformance.scenarios.format import ScenarioFile, TxStartStep
+from tidemark.conformance.scenarios.result import Check, ScenarioResult
+from tidemark.conformance.scenarios.runner import run_scenario
 
 Observed = dict[str, Any]
 

@@ -8,7 +8,7 @@ from typing import Annotated, TypeAlias
 
 from pydantic import Field
 
-from conformance.scenarios.vocabulary import (
+from tidemark.conformance.scenarios.vocabulary import (
     MAX_JAVA_LONG,
     CounterValue,
     EventName,
@@ -105,7 +105,7 @@ Expectations: TypeAlias = dict[Name, NodeExpectation]
 
 
 class IdleVerifyExpectation(_Strict):
-    """What impl.pme.idle_verify must report (protocol pme)."""
+    """What tidemark.impl.pme.idle_verify must report (protocol pme)."""
 
     clean: bool | None = Field(default=None, description="no counter and no hash conflict")
     counter_conflicts: list[Partition] | None = Field(

@@ -1,6 +1,6 @@
 """The scenario file format: pydantic models, their bounds, and the JSON Schema generated from them.
 
-`python -m conformance.scenarios` rewrites conformance/schemas/scenario.schema.json; a test keeps
+`python -m tidemark.conformance.scenarios` rewrites conformance/schemas/scenario.schema.json; a test keeps
 it in sync. The package docstring (conformance/scenarios/__init__.py) explains what a scenario says.
 
 Bounds. Every size and count a scenario can state has a range, checked when the file is read (a clear
@@ -28,13 +28,13 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from conformance.scenarios.expectations import (
+from tidemark.conformance.scenarios.expectations import (
     ExchangeExpectation,
     Expectations,
     IdleVerifyExpectation,
     TopologyExpectation,
 )
-from conformance.scenarios.vocabulary import (
+from tidemark.conformance.scenarios.vocabulary import (
     MAX_INITIAL_ENTRIES,
     MAX_JAVA_INT,
     MAX_NAME_LENGTH,
@@ -79,7 +79,7 @@ class _StepBase(BaseModel):
     expect: Expectations = Field(default_factory=dict, description="checked right after this step")
     topology: TopologyExpectation | None = Field(default=None, description="checked right after this step")
     idle_verify: IdleVerifyExpectation | None = Field(
-        default=None, description="pme: checked right after this step against impl.pme.idle_verify"
+        default=None, description="pme: checked right after this step against tidemark.impl.pme.idle_verify"
     )
     exchange: ExchangeExpectation | None = Field(
         default=None, description="pme, on a FullMessage step: what the exchange it completes reported"
@@ -318,7 +318,7 @@ def step_params(step: ScenarioStep) -> dict[str, str | int]:
 
 
 def step_text(step: ScenarioStep) -> str:
-    """The step as the timeline shows it, e.g. "Lock(tx=t1, node=s1)" (impl.cluster.Step's text)."""
+    """The step as the timeline shows it, e.g. "Lock(tx=t1, node=s1)" (tidemark.impl.cluster.Step's text)."""
     params = ", ".join(f"{k}={v}" for k, v in step_params(step).items())
     return f"{step.step}({params})"
 
@@ -448,7 +448,8 @@ class ScenarioFile(BaseModel):
     )
     mutant: Annotated[str, StringConstraints(max_length=MAX_NAME_LENGTH)] | None = Field(
         default=None,
-        description="pme: run a bug-zoo mutant of impl/pme.py (conformance/mutants.py PME_MUTANTS) instead "
+        description="pme: run a bug-zoo mutant of impl/pme.py (conformance/zoo/mutants.py PME_MUTANTS) "
+        "instead "
         "of the correct implementation",
     )
     cluster: ClusterSection
@@ -458,7 +459,7 @@ class ScenarioFile(BaseModel):
     expect: Expectations = Field(default_factory=dict, description="checked after the last step")
     topology: TopologyExpectation | None = Field(default=None, description="checked after the last step")
     idle_verify: IdleVerifyExpectation | None = Field(
-        default=None, description="pme: checked after the last step against impl.pme.idle_verify"
+        default=None, description="pme: checked after the last step against tidemark.impl.pme.idle_verify"
     )
     systems: dict[RealSystemName, RealSystemNotes] = Field(
         default_factory=dict,

@@ -13,24 +13,24 @@ from typing import Any, cast
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from conformance.errors import TidemarkError
-from conformance.mutants import PME_MUTANTS
-from conformance.scenarios.expectations import (
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.scenarios.expectations import (
     Expectations,
     IdleVerifyExpectation,
     NodeExpectation,
     TopologyExpectation,
 )
-from conformance.scenarios.format import STEP_TAGS, ScenarioFile, TxStartStep, _StepBase
-from conformance.scenarios.protocols import FEATURES, PROTOCOLS
-from conformance.scenarios.vocabulary import (
+from tidemark.conformance.scenarios.format import STEP_TAGS, ScenarioFile, TxStartStep, _StepBase
+from tidemark.conformance.scenarios.protocols import FEATURES, PROTOCOLS
+from tidemark.conformance.scenarios.vocabulary import (
     INITIAL_WRITER,
     MAX_FILE_BYTES,
     MAX_TIMELINE_CELLS,
     NEAR_STATES,
     SERVER_STATES,
 )
-from impl.messages import NEAR
+from tidemark.conformance.zoo.mutants import PME_MUTANTS
+from tidemark.impl.messages import NEAR
 
 _TAG_ERRORS = ("union_tag_invalid", "union_tag_not_found")
 

@@ -13,11 +13,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from conformance.errors import TidemarkError
-from conformance.mermaid import write_mermaid
-from conformance.scenarios.result import ScenarioResult
-from conformance.scenarios.views.diagram import mermaid_diagram
-from conformance.scenarios.views.page import timeline_html
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.mermaid import write_mermaid
+from tidemark.conformance.scenarios.result import ScenarioResult
+from tidemark.conformance.scenarios.views.diagram import mermaid_diagram
+from tidemark.conformance.scenarios.views.page import timeline_html
 
 DEFAULT_OUT = Path("reports/scenarios")
 DIAGRAM, PAGE = ".mmd", ".html"

@@ -12,16 +12,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from conformance.mutants import CLUSTER_COUNTERS
-from conformance.scenarios.expectations import NodeExpectation
-from conformance.scenarios.format import ScenarioFile, TxStartStep
-from conformance.scenarios.vocabulary import TRACKING
-from impl.affinity import key_partition
-from impl.cluster import STEPS
-from impl.pme import PME_STEPS
+from tidemark.conformance.scenarios.expectations import NodeExpectation
+from tidemark.conformance.scenarios.format import ScenarioFile, TxStartStep
+from tidemark.conformance.scenarios.vocabulary import TRACKING
+from tidemark.conformance.zoo.mutants import CLUSTER_COUNTERS
+from tidemark.impl.affinity import key_partition
+from tidemark.impl.cluster import STEPS
+from tidemark.impl.pme import PME_STEPS
 
 if TYPE_CHECKING:
-    from conformance.scenarios.load import ScenarioChecker
+    from tidemark.conformance.scenarios.load import ScenarioChecker
 
 # Expectations and options only some protocols have, and what a protocol without one lacks.
 FEATURES: dict[str, str] = {

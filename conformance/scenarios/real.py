@@ -18,23 +18,23 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from conformance.scenarios.adapters import SYSTEMS
-from conformance.scenarios.compare import Explainer, SideBySide, side_by_side
-from conformance.scenarios.format import ScenarioFile
-from conformance.scenarios.outputs import output_paths, write_outputs
-from conformance.scenarios.views.side import side_by_side_summary, side_by_side_table
+from tidemark.conformance.scenarios.adapters import SYSTEMS
+from tidemark.conformance.scenarios.compare import Explainer, SideBySide, side_by_side
+from tidemark.conformance.scenarios.format import ScenarioFile
+from tidemark.conformance.scenarios.outputs import output_paths, write_outputs
+from tidemark.conformance.scenarios.views.side import side_by_side_summary, side_by_side_table
 
 
 def _ignite(version: str) -> tuple[Explainer, Callable[[], Any]]:
-    from conformance.scenarios.adapters.ignite import shared_harness
-    from conformance.systems.ignite_differences import explain
+    from tidemark.conformance.scenarios.adapters.ignite import shared_harness
+    from tidemark.conformance.systems.ignite_differences import explain
 
     return explain, lambda: shared_harness(version)
 
 
 def _hazelcast(version: str) -> tuple[Explainer, Callable[[], Any]]:
-    from conformance.scenarios.adapters.hazelcast_real import shared_harness
-    from conformance.systems.hazelcast_differences import explain
+    from tidemark.conformance.scenarios.adapters.hazelcast_real import shared_harness
+    from tidemark.conformance.systems.hazelcast_differences import explain
 
     return explain, lambda: shared_harness(version)
 
@@ -82,7 +82,7 @@ def scenario_on_system(scenario: ScenarioFile, args: argparse.Namespace, console
     diagram, page = write_outputs(result.real, target)
     code = 0 if result.passed else 1
     if getattr(args, "junit", None) is not None:  # the real run's expectations, one case each
-        from conformance.junit import scenario_cases, suite, write
+        from tidemark.conformance.junit import scenario_cases, suite, write
 
         write(args.junit, [suite(f"scenario {scenario.name} on {system}", scenario_cases(result.real))])
     if as_json:

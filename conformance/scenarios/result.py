@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from conformance.scenarios.vocabulary import NodeState, PartitionState
+from tidemark.conformance.scenarios.vocabulary import NodeState, PartitionState
 
 
 class CounterView(BaseModel):
@@ -134,7 +134,7 @@ class IdleVerifyView(BaseModel):
 
 
 class ExchangeView(BaseModel):
-    """impl.pme.exchange_report of an exchange's full message: what Ignite logs when it completes."""
+    """tidemark.impl.pme.exchange_report of an exchange's full message: what Ignite logs when it completes."""
 
     clean: bool
     update_failures: dict[int, list[str]] = Field(description="partition -> servers whose update(max) failed")

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conformance.scenarios.adapters import SYSTEMS
-from conformance.scenarios.adapters.base import StepFailed, StepRefused, System
-from conformance.scenarios.checks import check, exchange_checks, expectation_checks
-from conformance.scenarios.format import ScenarioFile, ScenarioStep, step_text
-from conformance.scenarios.result import Check, MessageEvent, ScenarioResult, TimelineRow
+from tidemark.conformance.scenarios.adapters import SYSTEMS
+from tidemark.conformance.scenarios.adapters.base import StepFailed, StepRefused, System
+from tidemark.conformance.scenarios.checks import check, exchange_checks, expectation_checks
+from tidemark.conformance.scenarios.format import ScenarioFile, ScenarioStep, step_text
+from tidemark.conformance.scenarios.result import Check, MessageEvent, ScenarioResult, TimelineRow
 
 
 def run_scenario(

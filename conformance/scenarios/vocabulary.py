@@ -52,9 +52,9 @@ VersionValue = Annotated[
 NodeState = Literal["alive", "down", "restarted"]
 # A copy's state; which ones a protocol has is in conformance/scenarios/protocols.py.
 PartitionState = Literal["OWNING", "MOVING", "RENTING", "EVICTED", "LOST", "OFFLINE"]
-# The kinds of topology events a pending exchange handles (impl.pme.Event).
+# The kinds of topology events a pending exchange handles (tidemark.impl.pme.Event).
 EventName = Literal["left", "joined", "baseline", "affinity", "activate"]
-# The proposed fixes a pme scenario may turn on (impl.cluster.Fix).
+# The proposed fixes a pme scenario may turn on (tidemark.impl.cluster.Fix).
 FixName = Literal["recovery-closes-range", "exchange-raises-hwm", "exchange-closes-uncovered-gaps"]
 # A topology version as "major.minor", e.g. "3.1".
 VersionText = Annotated[str, StringConstraints(pattern=r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")]

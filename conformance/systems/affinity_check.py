@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from impl.affinity import (
+from tidemark.impl.affinity import (
     ALL_BACKUPS,
     JavaKey,
     JavaLong,

@@ -21,8 +21,8 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conformance.errors import TidemarkError, ToolError
-from conformance.systems.process import (
+from tidemark.conformance.errors import TidemarkError, ToolError
+from tidemark.conformance.systems.process import (
     ROOT,
     HarnessClient,
     build_module,

@@ -31,8 +31,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.systems.hazelcast import SLOTS, Convergence, HazelcastHarness, MessageView, Observation
-from impl.hazelcast import Backup, HazelcastCluster, HazelcastConfig
+from tidemark.conformance.systems.hazelcast import (
+    SLOTS,
+    Convergence,
+    HazelcastHarness,
+    MessageView,
+    Observation,
+)
+from tidemark.impl.hazelcast import Backup, HazelcastCluster, HazelcastConfig
 
 MAPS = ("map1", "map2")
 NAMESPACES = (*MAPS, "internal")

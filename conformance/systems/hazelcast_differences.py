@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from conformance.scenarios.adapters.base import System
-from conformance.scenarios.compare import Observed
+from tidemark.conformance.scenarios.adapters.base import System
+from tidemark.conformance.scenarios.compare import Observed
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.systems.hazelcast import HazelcastHarness, MessageView
-from conformance.systems.hazelcast_claims import (
+from tidemark.conformance.systems.hazelcast import HazelcastHarness, MessageView
+from tidemark.conformance.systems.hazelcast_claims import (
     MEMBERS,
     NAMESPACES,
     ClaimRun,
@@ -37,7 +37,7 @@ from conformance.systems.hazelcast_claims import (
     quiet,
     settle,
 )
-from impl.hazelcast import HazelcastCluster, StepNotEnabled
+from tidemark.impl.hazelcast import HazelcastCluster, StepNotEnabled
 
 STEPS = ("put", "put", "put", "put", "late", "late", "round", "round", "kill", "join")
 

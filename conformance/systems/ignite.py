@@ -28,17 +28,17 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from conformance.errors import TidemarkError, ToolError
-from conformance.scratch import scratch_root, watch
-from conformance.systems.process import (
+from tidemark.conformance.errors import TidemarkError, ToolError
+from tidemark.conformance.scratch import scratch_root, watch
+from tidemark.conformance.systems.process import (
     HarnessClient,
     build_module,
     free_ports,
     java_command,
     options_file,
 )
-from conformance.systems.process import pdeathsig as _pdeathsig
-from conformance.systems.process import stop_jvm as _stop
+from tidemark.conformance.systems.process import pdeathsig as _pdeathsig
+from tidemark.conformance.systems.process import stop_jvm as _stop
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 MODULE: Final = ROOT / "systems" / "ignite"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from conformance.scenarios.adapters.base import System
+from tidemark.conformance.scenarios.adapters.base import System
 
 KNOWN: dict[str, str] = {
     "backup-hwm": "A backup's HWM: Ignite moves a copy's reserved counter on the primary (reserve) and at "

@@ -1,6 +1,7 @@
 """The reproductions behind docs/findings/: each runs one exact sequence on a real Ignite cluster.
 
-`python -m conformance.systems.ignite_findings NAME... [--ignite-version V] [--out DIR]` runs the named
+`python -m tidemark.conformance.systems.ignite_findings NAME... [--ignite-version V] [--out DIR]` runs the
+named
 reproductions (default: all) and writes, per finding, a JSON record: every step with what each server
 showed after it (state, LWM, HWM, gaps, entries of partition 0), the demand messages (historical range or
 full), idle_verify's verdict and the Ignite log lines that matter. The `checks` of a record are the facts
@@ -19,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from conformance.errors import TidemarkError
-from conformance.systems.ignite import DEFAULT_VERSION, IgniteHarness, Observation
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.systems.ignite import DEFAULT_VERSION, IgniteHarness, Observation
 
 Record = dict[str, Any]
 

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.systems.ignite import HeldMessage, IgniteError, IgniteHarness, Observation
-from impl.affinity import key_partition
+from tidemark.conformance.systems.ignite import HeldMessage, IgniteError, IgniteHarness, Observation
+from tidemark.impl.affinity import key_partition
 
 LOCK, NEAR_PREPARE, DHT_PREPARE = "GridNearLockRequest", "GridNearTxPrepareRequest", "GridDhtTxPrepareRequest"
 DHT_PREPARED, NEAR_PREPARED = "GridDhtTxPrepareResponse", "GridNearTxPrepareResponse"

@@ -27,16 +27,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-from conformance.mappings import mapping_for
-from conformance.mappings.tx_counters import TxCountersMapping, TxReplay, step_value
-from conformance.resources import resource
-from conformance.scenarios.compare import SideBySide, side_by_side
-from conformance.scenarios.format import STEP_TAGS, ScenarioFile
-from conformance.tlc.config import read_config
-from conformance.tlc.values import Record
-from conformance.traces import Trace
-from impl.cluster import Step, StepNotEnabled
-from impl.pme import PmeCluster
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.mappings.tx_counters import TxCountersMapping, TxReplay, step_value
+from tidemark.conformance.resources import resource
+from tidemark.conformance.scenarios.compare import SideBySide, side_by_side
+from tidemark.conformance.scenarios.format import STEP_TAGS, ScenarioFile
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.values import Record
+from tidemark.conformance.traces import Trace
+from tidemark.impl.cluster import Step, StepNotEnabled
+from tidemark.impl.pme import PmeCluster
 
 DEFAULT_MODEL = resource("spec/PME-ignite.cfg")
 UNDRIVABLE = frozenset({"TxRemap", "LockRemap", "Checkpoint"})
@@ -209,9 +209,9 @@ def run_walks(
 
 
 def _walks(config: Path, seed: int, steps: int, pending: list[int], version: str) -> Iterator[dict[str, Any]]:
-    from conformance.scenarios.adapters.ignite import shared_harness
-    from conformance.systems.ignite import HarnessInputError, IgniteError
-    from conformance.systems.ignite_differences import explain
+    from tidemark.conformance.scenarios.adapters.ignite import shared_harness
+    from tidemark.conformance.systems.ignite import HarnessInputError, IgniteError
+    from tidemark.conformance.systems.ignite_differences import explain
 
     model = WalkModel.read(config)
     while pending:

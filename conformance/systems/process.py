@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, Final, Self
 
-from conformance.errors import TidemarkError, ToolError
-from conformance.scratch import forget, scratch_root, watch
+from tidemark.conformance.errors import TidemarkError, ToolError
+from tidemark.conformance.scratch import forget, scratch_root, watch
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.errors import TidemarkError
-from conformance.tlc.parse import TlaValueError, parse_value
-from conformance.tlc.values import TLC_INT_MAX, TLC_INT_MIN, Value, integers_beyond_tlc
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.tlc.parse import TlaValueError, parse_value
+from tidemark.conformance.tlc.values import TLC_INT_MAX, TLC_INT_MIN, Value, integers_beyond_tlc
 
 _KEYWORDS = {
     "CONSTANT": "constants",

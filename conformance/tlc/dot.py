@@ -24,9 +24,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from conformance.errors import TidemarkError
-from conformance.tlc.parse import TlaValueError, parse_state
-from conformance.tlc.values import canonical_json, canonical_text, state_digest, state_to_itf
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.tlc.parse import TlaValueError, parse_state
+from tidemark.conformance.tlc.values import canonical_json, canonical_text, state_digest, state_to_itf
 
 STATES_SCHEMA = pa.schema(
     [

@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from conformance.errors import TidemarkError, ToolError
-from conformance.tlc.parse import TlaValueError, parse_state
-from conformance.tlc.runner import TlcRun
-from conformance.tlc.values import TLC_INT_MAX, TLC_INT_MIN, Record, Value, state_to_itf
+from tidemark.conformance.errors import TidemarkError, ToolError
+from tidemark.conformance.tlc.parse import TlaValueError, parse_state
+from tidemark.conformance.tlc.runner import TlcRun
+from tidemark.conformance.tlc.values import TLC_INT_MAX, TLC_INT_MIN, Record, Value, state_to_itf
 
 _FRAME = re.compile(r"@!@!@STARTMSG (\d+):(\d+) @!@!@\n?|@!@!@ENDMSG (\d+) @!@!@\n?")
 

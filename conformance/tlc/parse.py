@@ -9,8 +9,8 @@ from itertools import islice
 from operator import length_hint
 from typing import TypeAlias, TypeVar
 
-from conformance.errors import TidemarkError
-from conformance.tlc.values import (
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.tlc.values import (
     _CACHE_LIMIT,
     _KNOWN_NAMES,
     ModelValue,

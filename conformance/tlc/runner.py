@@ -24,8 +24,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conformance.errors import TidemarkError, ToolError
-from conformance.scratch import forget, scratch_dir, watch
+from tidemark.conformance.errors import TidemarkError, ToolError
+from tidemark.conformance.scratch import forget, scratch_dir, watch
 
 JAR_ENV = "TLA2TOOLS_JAR"
 

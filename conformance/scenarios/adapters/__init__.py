@@ -7,13 +7,13 @@ protocol adds its adapter to each system that runs it. The runner only looks sys
 
 from __future__ import annotations
 
-from conformance.scenarios.adapters.base import System
-from conformance.scenarios.adapters.cluster import ClusterSystem
-from conformance.scenarios.adapters.hazelcast import HazelcastSystem
-from conformance.scenarios.adapters.hazelcast_real import RealHazelcastSystem
-from conformance.scenarios.adapters.ignite import IgniteSystem
-from conformance.scenarios.adapters.ncache import NCacheSystem
-from conformance.scenarios.adapters.pme import PmeSystem
+from tidemark.conformance.scenarios.adapters.base import System
+from tidemark.conformance.scenarios.adapters.cluster import ClusterSystem
+from tidemark.conformance.scenarios.adapters.hazelcast import HazelcastSystem
+from tidemark.conformance.scenarios.adapters.hazelcast_real import RealHazelcastSystem
+from tidemark.conformance.scenarios.adapters.ignite import IgniteSystem
+from tidemark.conformance.scenarios.adapters.ncache import NCacheSystem
+from tidemark.conformance.scenarios.adapters.pme import PmeSystem
 
 SYSTEMS: dict[str, dict[str, type[System]]] = {
     "impl": {"2pc": ClusterSystem, "pme": PmeSystem, "hazelcast": HazelcastSystem, "ncache": NCacheSystem},

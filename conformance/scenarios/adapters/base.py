@@ -15,8 +15,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import NamedTuple, Self
 
-from conformance.scenarios.format import ScenarioFile, ScenarioStep
-from conformance.scenarios.result import (
+from tidemark.conformance.scenarios.format import ScenarioFile, ScenarioStep
+from tidemark.conformance.scenarios.result import (
     CounterView,
     ExchangeView,
     IdleVerifyView,
@@ -26,7 +26,7 @@ from conformance.scenarios.result import (
     RebalanceView,
     TopologyView,
 )
-from conformance.scenarios.vocabulary import NodeState, PartitionState
+from tidemark.conformance.scenarios.vocabulary import NodeState, PartitionState
 
 
 class StepRefused(Exception):

@@ -9,11 +9,10 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, Literal, TypeAlias
 
-from conformance.mutants import CLUSTER_COUNTERS
-from conformance.scenarios.adapters.base import Snapshot, StepFailed, StepRefused, System, possible
-from conformance.scenarios.format import ScenarioFile, ScenarioStep, TxStartStep, step_params
-from conformance.scenarios.protocols import owner_lists
-from conformance.scenarios.result import (
+from tidemark.conformance.scenarios.adapters.base import Snapshot, StepFailed, StepRefused, System, possible
+from tidemark.conformance.scenarios.format import ScenarioFile, ScenarioStep, TxStartStep, step_params
+from tidemark.conformance.scenarios.protocols import owner_lists
+from tidemark.conformance.scenarios.result import (
     CounterView,
     EntryView,
     MessageEvent,
@@ -21,10 +20,11 @@ from conformance.scenarios.result import (
     NodeView,
     TopologyView,
 )
-from conformance.scenarios.vocabulary import INITIAL_WRITER, NodeState, PartitionState
-from impl.cluster import Cluster, Config, Step, StepNotEnabled
-from impl.counter import CounterInconsistencyError, PartitionUpdateCounter, TooManyGapsError
-from impl.messages import (
+from tidemark.conformance.scenarios.vocabulary import INITIAL_WRITER, NodeState, PartitionState
+from tidemark.conformance.zoo.mutants import CLUSTER_COUNTERS
+from tidemark.impl.cluster import Cluster, Config, Step, StepNotEnabled
+from tidemark.impl.counter import CounterInconsistencyError, PartitionUpdateCounter, TooManyGapsError
+from tidemark.impl.messages import (
     NEAR,
     DhtFinishRequest,
     DhtPrepareRequest,
@@ -35,7 +35,7 @@ from impl.messages import (
     Version,
     receiver,
 )
-from impl.wal import DataRecord, Entry
+from tidemark.impl.wal import DataRecord, Entry
 
 # The implementation's named errors a step may raise (format.ErrorName), by class.
 NAMED_ERRORS: tuple[type[Exception], ...] = (CounterInconsistencyError, TooManyGapsError)
@@ -62,7 +62,7 @@ def version_text(version: Version) -> str:
 
 
 class ClusterSystem(System):
-    """A scenario of protocol 2pc run on impl.cluster.Cluster (or a counter mutant's cluster)."""
+    """A scenario of protocol 2pc run on tidemark.impl.cluster.Cluster (or a counter mutant's cluster)."""
 
     def __init__(self, scenario: ScenarioFile) -> None:
         super().__init__(scenario)

@@ -13,12 +13,18 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Literal
 
-from conformance.scenarios.adapters.base import Snapshot, StepRefused, System, possible
-from conformance.scenarios.format import ScenarioFile, ScenarioStep
-from conformance.scenarios.protocols import slots
-from conformance.scenarios.result import CounterView, MessageEvent, NodeSnapshot, NodeView, TopologyView
-from conformance.scenarios.vocabulary import NodeState, PartitionState
-from impl.hazelcast import (
+from tidemark.conformance.scenarios.adapters.base import Snapshot, StepRefused, System, possible
+from tidemark.conformance.scenarios.format import ScenarioFile, ScenarioStep
+from tidemark.conformance.scenarios.protocols import slots
+from tidemark.conformance.scenarios.result import (
+    CounterView,
+    MessageEvent,
+    NodeSnapshot,
+    NodeView,
+    TopologyView,
+)
+from tidemark.conformance.scenarios.vocabulary import NodeState, PartitionState
+from tidemark.impl.hazelcast import (
     AntiEntropy,
     Backup,
     Data,
@@ -98,7 +104,7 @@ def _unheld(m: Message) -> Message:
 
 
 class HazelcastSystem(System):
-    """A scenario of protocol hazelcast run on impl.hazelcast.HazelcastCluster."""
+    """A scenario of protocol hazelcast run on tidemark.impl.hazelcast.HazelcastCluster."""
 
     def __init__(self, scenario: ScenarioFile) -> None:
         super().__init__(scenario)

@@ -19,13 +19,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Literal
 
-from conformance.scenarios.adapters.base import Snapshot, StepRefused, System, possible
-from conformance.scenarios.adapters.hazelcast import copy_text, member_view, message_label
-from conformance.scenarios.format import ScenarioFile, ScenarioStep
-from conformance.scenarios.protocols import slots
-from conformance.scenarios.result import CounterView, MessageEvent, NodeSnapshot, NodeView, TopologyView
-from conformance.scenarios.vocabulary import NodeState, PartitionState
-from conformance.systems.hazelcast import (
+from tidemark.conformance.scenarios.adapters.base import Snapshot, StepRefused, System, possible
+from tidemark.conformance.scenarios.adapters.hazelcast import copy_text, member_view, message_label
+from tidemark.conformance.scenarios.format import ScenarioFile, ScenarioStep
+from tidemark.conformance.scenarios.protocols import slots
+from tidemark.conformance.scenarios.result import (
+    CounterView,
+    MessageEvent,
+    NodeSnapshot,
+    NodeView,
+    TopologyView,
+)
+from tidemark.conformance.scenarios.vocabulary import NodeState, PartitionState
+from tidemark.conformance.systems.hazelcast import (
     DEFAULT_VERSION,
     HazelcastHarness,
     MessageView,

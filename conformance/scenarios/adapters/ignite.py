@@ -28,12 +28,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from conformance.errors import TidemarkError
-from conformance.scenarios.adapters.base import Snapshot, StepRefused, System
-from conformance.scenarios.adapters.cluster import values
-from conformance.scenarios.format import ScenarioFile, ScenarioStep, TxStartStep, step_params, step_text
-from conformance.scenarios.protocols import owner_lists
-from conformance.scenarios.result import (
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.scenarios.adapters.base import Snapshot, StepRefused, System
+from tidemark.conformance.scenarios.adapters.cluster import values
+from tidemark.conformance.scenarios.format import (
+    ScenarioFile,
+    ScenarioStep,
+    TxStartStep,
+    step_params,
+    step_text,
+)
+from tidemark.conformance.scenarios.protocols import owner_lists
+from tidemark.conformance.scenarios.result import (
     CounterView,
     EntryView,
     ExchangeView,
@@ -45,11 +51,11 @@ from conformance.scenarios.result import (
     TopologyView,
     VerifiedCounter,
 )
-from conformance.scenarios.vocabulary import NodeState, PartitionState
-from conformance.systems.ignite import DEFAULT_VERSION, IgniteHarness, PartitionView
-from conformance.systems.ignite import NodeView as IgniteNode
-from conformance.systems.ignite_steps import NotPossible, StepDriver
-from impl.affinity import make_node, rank_nodes
+from tidemark.conformance.scenarios.vocabulary import NodeState, PartitionState
+from tidemark.conformance.systems.ignite import DEFAULT_VERSION, IgniteHarness, PartitionView
+from tidemark.conformance.systems.ignite import NodeView as IgniteNode
+from tidemark.conformance.systems.ignite_steps import NotPossible, StepDriver
+from tidemark.impl.affinity import make_node, rank_nodes
 
 # Ignite's TransactionState -> tidemark's transaction states, on a server and on the client.
 SERVER_TX = {
@@ -115,7 +121,7 @@ def shared_harness(
 
 def node_mapping(scenario: ScenarioFile) -> dict[str, str]:
     """Scenario server -> Ignite node name (s1..sN), such that each partition's owner list, primary first, is
-    the scenario's (protocol pme: the whole rendezvous ranking, as impl.pme orders the baseline)."""
+    the scenario's (protocol pme: the whole rendezvous ranking, as tidemark.impl.pme orders the baseline)."""
     cluster = scenario.cluster
     real = [f"s{i}" for i in range(1, len(cluster.servers) + 1)]
     nodes = [make_node(name) for name in real]

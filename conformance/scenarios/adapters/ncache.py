@@ -14,11 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from conformance.scenarios.adapters.base import Snapshot, StepRefused, System, possible
-from conformance.scenarios.format import ScenarioFile, ScenarioStep
-from conformance.scenarios.result import CounterView, MessageEvent, NodeSnapshot, NodeView, TopologyView
-from conformance.scenarios.vocabulary import NodeState, PartitionState
-from impl.ncache import NCacheCluster, NCacheConfig, Step, StepNotEnabled
+from tidemark.conformance.scenarios.adapters.base import Snapshot, StepRefused, System, possible
+from tidemark.conformance.scenarios.format import ScenarioFile, ScenarioStep
+from tidemark.conformance.scenarios.result import (
+    CounterView,
+    MessageEvent,
+    NodeSnapshot,
+    NodeView,
+    TopologyView,
+)
+from tidemark.conformance.scenarios.vocabulary import NodeState, PartitionState
+from tidemark.impl.ncache import NCacheCluster, NCacheConfig, Step, StepNotEnabled
 
 WRITES = ("Write", "ReplicationFailure", "LoserWrite")  # each spends a write number
 
@@ -28,7 +34,7 @@ def _store(store: Mapping[int, int]) -> str:
 
 
 class NCacheSystem(System):
-    """A scenario of protocol ncache run on impl.ncache.NCacheCluster."""
+    """A scenario of protocol ncache run on tidemark.impl.ncache.NCacheCluster."""
 
     def __init__(self, scenario: ScenarioFile) -> None:
         super().__init__(scenario)

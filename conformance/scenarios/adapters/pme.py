@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from conformance.mutants import PME_MUTANTS
-from conformance.scenarios.adapters.cluster import ClusterSystem, Kind, version_text
-from conformance.scenarios.format import ScenarioFile
-from conformance.scenarios.result import (
+from tidemark.conformance.scenarios.adapters.cluster import ClusterSystem, Kind, version_text
+from tidemark.conformance.scenarios.format import ScenarioFile
+from tidemark.conformance.scenarios.result import (
     ExchangeView,
     IdleVerifyView,
     MessageEvent,
@@ -23,9 +22,10 @@ from conformance.scenarios.result import (
     RebalanceView,
     VerifiedCounter,
 )
-from conformance.scenarios.vocabulary import PartitionState
-from impl.cluster import Cluster, Config, Fix, Step
-from impl.pme import (
+from tidemark.conformance.scenarios.vocabulary import PartitionState
+from tidemark.conformance.zoo.mutants import PME_MUTANTS
+from tidemark.impl.cluster import Cluster, Config, Fix, Step
+from tidemark.impl.pme import (
     Demand,
     ExchangeReport,
     Mode,
@@ -82,7 +82,7 @@ def _exchange_view(report: ExchangeReport) -> ExchangeView:
 
 
 class PmeSystem(ClusterSystem):
-    """A scenario of protocol pme run on impl.pme.PmeCluster."""
+    """A scenario of protocol pme run on tidemark.impl.pme.PmeCluster."""
 
     cluster: PmeCluster
 

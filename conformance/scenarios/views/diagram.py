@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from conformance.scenarios.result import NodeSnapshot, ScenarioResult, TopologyView
-from conformance.scenarios.views.text import counter_text, owners_text
+from tidemark.conformance.scenarios.result import NodeSnapshot, ScenarioResult, TopologyView
+from tidemark.conformance.scenarios.views.text import counter_text, owners_text
 
 # The server a step runs on, in its text, e.g. "Rebalance(node=s3, part=0)".
 _STEP_NODE = re.compile(r"\bnode=(\w+)")

@@ -8,9 +8,9 @@ import html
 import json
 from collections.abc import Iterable
 
-from conformance.mermaid import SCRIPT_TAGS
-from conformance.scenarios.result import ScenarioResult
-from conformance.scenarios.views.text import HEADERS, idle_verify_text, row_cells
+from tidemark.conformance.mermaid import SCRIPT_TAGS
+from tidemark.conformance.scenarios.result import ScenarioResult
+from tidemark.conformance.scenarios.views.text import HEADERS, idle_verify_text, row_cells
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}

@@ -9,8 +9,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from conformance.scenarios.compare import Difference, Observed, SideBySide
-from conformance.scenarios.outputs import scenario_summary
+from tidemark.conformance.scenarios.compare import Difference, Observed, SideBySide
+from tidemark.conformance.scenarios.outputs import scenario_summary
 
 
 def _member_text(view: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from conformance.scenarios.result import (
+from tidemark.conformance.scenarios.result import (
     CounterView,
     IdleVerifyView,
     MessageEvent,

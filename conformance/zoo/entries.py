@@ -5,8 +5,8 @@ Every entry names one bug class of one protocol (its spec) twice:
   spec/HazelcastZoo.tla), selected by a TLC definition override (`CONSTANT Op <- Replacement`) appended
   to a copy of the entry's model config; TLC must find a counterexample (an invariant or property
   violated);
-- the implementation side: a mutant of the protocol's implementation (MUTANTS: conformance/mutants.py
-  PME_MUTANTS for impl/pme.py, conformance/hazelcast_mutants.py for impl/hazelcast.py; same name),
+- the implementation side: a mutant of the protocol's implementation (MUTANTS: conformance/zoo/mutants.py
+  PME_MUTANTS for impl/pme.py, conformance/zoo/hazelcast_mutants.py for impl/hazelcast.py; same name),
   replayed against the correct spec's state graph of the same model; conformance must report a mismatch
   (an edge whose result differs, or a state where the enabled steps differ). The replay walks the graph
   in TLC's discovery order and stops at the first mismatch.
@@ -26,18 +26,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, computed_field
 
-from conformance.conform import GraphTables, dump_graph
-from conformance.errors import TidemarkError
-from conformance.hazelcast_mutants import HAZELCAST_MUTANTS
-from conformance.locks import locked
-from conformance.mappings import mapping_for
-from conformance.mutants import PME_MUTANTS
-from conformance.ncache_mutants import NCACHE_MUTANTS
-from conformance.replay import Mismatch, explain, replay_state
-from conformance.resources import resource
-from conformance.tlc.config import read_config
-from conformance.tlc.output import Outcome, Violation, parse_output
-from conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.conform import GraphTables, dump_graph
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.locks import locked
+from tidemark.conformance.mappings import mapping_for
+from tidemark.conformance.replay import Mismatch, explain, replay_state
+from tidemark.conformance.resources import resource
+from tidemark.conformance.tlc.config import read_config
+from tidemark.conformance.tlc.output import Outcome, Violation, parse_output
+from tidemark.conformance.tlc.runner import TlcOptions, run_tlc
+from tidemark.conformance.zoo.hazelcast_mutants import HAZELCAST_MUTANTS
+from tidemark.conformance.zoo.mutants import PME_MUTANTS
+from tidemark.conformance.zoo.ncache_mutants import NCACHE_MUTANTS
 
 SPEC = resource("spec/PME.tla")
 # The proposed fixes on: for models where Ignite's protocol loses data.
@@ -420,7 +420,9 @@ def run_zoo(
     entries = entries_named(names)
     missing = sorted(e.name for e in entries if e.name not in MUTANTS.get(e.protocol, {}))
     if missing:
-        raise TidemarkError(f"no implementation mutant for {missing}", source="conformance/zoo.py MUTANTS")
+        raise TidemarkError(
+            f"no implementation mutant for {missing}", source="conformance/zoo/entries.py MUTANTS"
+        )
     with locked(work_dir, wait=wait):
         graphs: dict[tuple[Path, Path], Path] = {}
         for spec, model in dict.fromkeys((e.spec, e.model) for e in entries):

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, Protocol,
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
-from conformance.errors import TidemarkError
-from impl.affinity import INT_MAX, MAX_PARTITIONS, Assignment
-from impl.placement import (
+from tidemark.conformance.errors import TidemarkError
+from tidemark.impl.affinity import INT_MAX, MAX_PARTITIONS, Assignment
+from tidemark.impl.placement import (
     Placement,
     bounded_rendezvous,
     jump,

@@ -5,7 +5,8 @@ when it holds) and `run` (its arguments, its model's constants, the tools' versi
 digests and its seconds per phase: conformance/runinfo.py's CommandRun), beside its result: a pydantic
 model dumped with some fields left out and, for a few commands, some fields added. `OUTPUTS` says which,
 per command; the CLI dumps through it and the schemas are generated from it
-(`python -m conformance.outputs`), so the two cannot drift apart. A test checks every command's real
+(`python -m tidemark.conformance.cli.outputs`), so the two cannot drift apart. A test checks every command's
+real
 output against its published schema.
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-SCHEMA_DIR = Path(__file__).parent / "schemas" / "output"
+SCHEMA_DIR = Path(__file__).parent.parent / "schemas" / "output"
 
 # Added to every command's object.
 VERDICT: dict[str, Any] = {
@@ -47,7 +48,7 @@ class Output:
         return cls
 
     def schema(self, command: str) -> dict[str, Any]:
-        from conformance.runinfo import CommandRun
+        from tidemark.conformance.runinfo import CommandRun
 
         schema = self.model_class().model_json_schema(mode="serialization")
         # verify's own `run` (a RunInfo) is printed as the CommandRun it becomes.
@@ -65,7 +66,7 @@ class Output:
 _PATH = {"type": "string"}
 OUTPUTS: dict[str, Output] = {
     "check": Output(
-        "conformance.tlc.output:TlcResult",
+        "tidemark.conformance.tlc.output:TlcResult",
         extra={
             "documented": {
                 "type": "array",
@@ -75,37 +76,37 @@ OUTPUTS: dict[str, Output] = {
             }
         },
     ),
-    "conform": Output("conformance.conform:ConformResult", frozenset({"tlc"})),
-    "simulate": Output("conformance.simulate:SimulationResult", frozenset({"tlc"})),
-    "zoo": Output("conformance.zoo:ZooReport"),
-    "explain": Output("conformance.explain:Explanation"),
-    "prove": Output("conformance.prove.counter:CounterProofReport"),
-    "affinity": Output("conformance.outputs:AffinityOutput"),
-    "distribution": Output("conformance.distribution:DistributionReport", frozenset({"trials"})),
-    "hazelcast-lab": Output("conformance.hazelcast_lab:LabReport", frozenset({"trials"})),
-    "ncache-lab": Output("conformance.ncache_lab:LabReport", frozenset({"trials"})),
-    "validate": Output("conformance.validate:ValidationReport"),
-    "validate --mapping": Output("conformance.kit.logs:LogReport"),
+    "conform": Output("tidemark.conformance.conform:ConformResult", frozenset({"tlc"})),
+    "simulate": Output("tidemark.conformance.simulate:SimulationResult", frozenset({"tlc"})),
+    "zoo": Output("tidemark.conformance.zoo.entries:ZooReport"),
+    "explain": Output("tidemark.conformance.explain:Explanation"),
+    "prove": Output("tidemark.conformance.prove.counter:CounterProofReport"),
+    "affinity": Output("tidemark.conformance.cli.outputs:AffinityOutput"),
+    "distribution": Output("tidemark.conformance.lab.distribution:DistributionReport", frozenset({"trials"})),
+    "hazelcast-lab": Output("tidemark.conformance.lab.hazelcast:LabReport", frozenset({"trials"})),
+    "ncache-lab": Output("tidemark.conformance.lab.ncache:LabReport", frozenset({"trials"})),
+    "validate": Output("tidemark.conformance.validate:ValidationReport"),
+    "validate --mapping": Output("tidemark.conformance.kit.logs:LogReport"),
     "scenario": Output(
-        "conformance.scenarios.result:ScenarioResult",
+        "tidemark.conformance.scenarios.result:ScenarioResult",
         frozenset({"timeline", "description"}),
         {"diagram": _PATH, "page": _PATH},
     ),
-    "verify": Output("conformance.verify:VerifyReport"),
+    "verify": Output("tidemark.conformance.verify:VerifyReport"),
     "campaign": Output(
-        "conformance.campaign:CampaignReport",
+        "tidemark.conformance.campaign:CampaignReport",
         extra={"scenario": {"type": ["string", "null"], "description": "the shrunk failing walk, if any"}},
     ),
     # `audit` prints its findings only (the partitions with something to say) and what it wrote.
     "audit": Output(
-        "conformance.audit.audit:AuditReport",
+        "tidemark.conformance.audit.audit:AuditReport",
         extra={
             "conflict": {"type": "boolean"},
             "dump": {"type": ["string", "null"]},
             "report": {"type": ["string", "null"]},
         },
     ),
-    "audit --generate": Output("conformance.outputs:GeneratedOutput"),
+    "audit --generate": Output("tidemark.conformance.cli.outputs:GeneratedOutput"),
 }
 
 
@@ -134,7 +135,7 @@ class GeneratedOutput(BaseModel):
 
 def finish(command: str, data: dict[str, Any], code: int, result: BaseModel | None = None) -> str:
     """The command's JSON text: `data`, its run (timings from `result`) and the verdict."""
-    from conformance.runinfo import command_run
+    from tidemark.conformance.runinfo import command_run
 
     run = {"run": command_run(command, result).model_dump(mode="json")}
     verdict = {"holds": code == 0, "exit_code": code}

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar, TypeVar
 
-from conformance.errors import TidemarkError
-from impl.cluster import Cluster, Config, TxState
-from impl.counter import PartitionUpdateCounter
-from impl.pme import Copy, Event, PartState, PmeCluster
-from impl.wal import DataRecord, RollbackRecord
+from tidemark.conformance.errors import TidemarkError
+from tidemark.impl.cluster import Cluster, Config, TxState
+from tidemark.impl.counter import PartitionUpdateCounter
+from tidemark.impl.pme import Copy, Event, PartState, PmeCluster
+from tidemark.impl.wal import DataRecord, RollbackRecord
 
 T = TypeVar("T")
 
@@ -188,7 +188,7 @@ class DemoteWithoutActivation(PmeCluster):
         return bool(self.pending & {Event.JOINED, Event.BASELINE})
 
 
-# The bug zoo's implementation mutants, by the zoo entry's name (conformance/zoo.py).
+# The bug zoo's implementation mutants, by the zoo entry's name (conformance/zoo/entries.py).
 PME_MUTANTS: dict[str, type[PmeCluster]] = {
     "no-out-of-order-tracking": PmeNoOutOfOrderTracking,
     "stale-hwm-after-switch": StaleHwmAfterSwitch,

@@ -1,11 +1,12 @@
 """Deliberately broken NCache clusters (impl/ncache.py), one known bug class each: the bug zoo's
-implementation side for spec/NCachePartitionReplica.tla (conformance/zoo.py), selected by the entry's name,
+implementation side for spec/NCachePartitionReplica.tla (conformance/zoo/entries.py), selected by the entry's
+name,
 each breaking the rule spec/NCacheZoo.tla replaces.
 """
 
 from __future__ import annotations
 
-from impl.ncache import NCacheCluster
+from tidemark.impl.ncache import NCacheCluster
 
 
 class LogNotReplayed(NCacheCluster):

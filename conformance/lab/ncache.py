@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from conformance.distribution import (
+from tidemark.conformance.lab.distribution import (
     MAX_NODES,
     Algorithm,
     Plot,
@@ -44,9 +44,16 @@ from conformance.distribution import (
     spark_map,
     trial_topology,
 )
-from impl.ncache import BUCKETS
-from impl.ncache_balance import AUTO_BALANCE_PERCENT, auto_balance, join, joined, member_weights, overloaded
-from impl.placement import ncache_leave, ncache_owners
+from tidemark.impl.ncache import BUCKETS
+from tidemark.impl.ncache_balance import (
+    AUTO_BALANCE_PERCENT,
+    auto_balance,
+    join,
+    joined,
+    member_weights,
+    overloaded,
+)
+from tidemark.impl.placement import ncache_leave, ncache_owners
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -327,9 +334,9 @@ def write_lab_artifacts(report: LabReport, directory: Path) -> list[Path]:
 
 def cmd_ncache_lab(args: argparse.Namespace) -> int:
     """`tidemark ncache-lab`: the sweep on Spark, its files in --out."""
-    from conformance.outputs import emit
-    from conformance.placement import spark_lab
-    from conformance.progress import out
+    from tidemark.conformance.cli.outputs import emit
+    from tidemark.conformance.cli.placement import spark_lab
+    from tidemark.conformance.cli.progress import out
 
     report, files = spark_lab(
         args,

@@ -1,7 +1,7 @@
 """The `tidemark` command: thin wrappers that parse arguments, call the library and print results.
 
 Human output goes through rich; --json prints one JSON object on stdout when the command reaches a
-verdict. Exit codes (conformance.errors.exit_code): 0 the check holds, 1 it does not (violation,
+verdict. Exit codes (tidemark.conformance.errors.exit_code): 0 the check holds, 1 it does not (violation,
 mismatch), 2 bad input or usage, 3 environment or internal error, 130 interrupted; the message of an
 error goes to stderr, never a traceback.
 """
@@ -21,16 +21,16 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from conformance import options as opt
-from conformance.errors import Terminated, TidemarkError, exit_code
-from conformance.outputs import emit as _emit
-from conformance.progress import Status, console, out, progress
-from conformance.resources import resource
-from conformance.runinfo import invocation
-from conformance.scratch import signals_unwind
-from conformance.spark import executor_python
-from conformance.tlc.output import TlcResult
-from conformance.tlc.runner import TlcOptions
+from tidemark.conformance.cli import options as opt
+from tidemark.conformance.cli.outputs import emit as _emit
+from tidemark.conformance.cli.progress import Status, console, out, progress
+from tidemark.conformance.errors import Terminated, TidemarkError, exit_code
+from tidemark.conformance.resources import resource
+from tidemark.conformance.runinfo import invocation
+from tidemark.conformance.scratch import signals_unwind
+from tidemark.conformance.spark import executor_python
+from tidemark.conformance.tlc.output import TlcResult
+from tidemark.conformance.tlc.runner import TlcOptions
 
 # The standard model of every spec the main job verifies, in dependency order.
 STANDARD_SPECS = [
@@ -79,15 +79,15 @@ def _print_tlc(
             table.add_row(f"  {label}", f"{value:,}" if isinstance(value, int) else str(value))
     out.print(table)
     if result.violation is not None:
-        from conformance.counterexample import definition, render, violation_path
+        from tidemark.conformance.counterexample import definition, render, violation_path
 
         name = result.violation.invariant
         render(out, violation_path(result, spec, config), definition(spec, name) if name else None)
 
 
 def _run_check(spec: Path, config: Path | None, args: argparse.Namespace) -> TlcResult:
-    from conformance.tlc.output import parse_output, tlc_failure
-    from conformance.tlc.runner import run_tlc
+    from tidemark.conformance.tlc.output import parse_output, tlc_failure
+    from tidemark.conformance.tlc.runner import run_tlc
 
     with _progress(args) as status:
         status.phase(f"model checking {spec} with TLC" + (f" ({config})" if config else ""))
@@ -102,7 +102,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     """The model given (or the standard one and then every documented-violation model next to the spec,
     conformance/expectations.py): each must hold, or violate exactly what it documents. The JSON is the
     first model's result, with every documented model's run in `documented`."""
-    from conformance.expectations import documented_models, documented_run, expectation, verdict
+    from tidemark.conformance.expectations import documented_models, documented_run, expectation, verdict
 
     configs = [args.config] if args.config else [None, *documented_models(args.spec)]
     holds, first, documented = True, None, []
@@ -118,7 +118,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             documented.append(documented_run(expected, result, ok, words))
         holds = holds and ok
         if args.out is not None and result.violation is not None and config is configs[0]:
-            from conformance.counterexample import violation_path, write_itf
+            from tidemark.conformance.counterexample import violation_path, write_itf
 
             write_itf(violation_path(result, args.spec, config), args.out)
         if not args.json:
@@ -141,7 +141,7 @@ def _step_text(action: Any) -> str:
 def cmd_conform(args: argparse.Namespace) -> int:
     import shlex
 
-    from conformance.conform import DriverOptions, conform
+    from tidemark.conformance.conform import DriverOptions, conform
 
     driver = None
     if args.driver is not None:
@@ -175,14 +175,14 @@ def cmd_conform(args: argparse.Namespace) -> int:
             wait=not args.no_wait,
             driver=driver,
         )
-    from conformance.counterexample import first_mismatch_path, write_itf
+    from tidemark.conformance.counterexample import first_mismatch_path, write_itf
 
     # Through a driver each example carries its own path (the in-process rendering would replay impl/).
     path = None if driver else first_mismatch_path(result, args.spec, args.config, args.run_dir, args.mutant)
     if path is not None and args.out is not None:
         write_itf(path, args.out)
     if args.junit is not None:
-        from conformance.junit import conform_case, suite, write
+        from tidemark.conformance.junit import conform_case, suite, write
 
         write(args.junit, [suite(result.spec, [conform_case(result)])])
     if args.json:
@@ -225,7 +225,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
         if example.extra:
             out.print(f"    impl enables, spec does not take: {escape(str(example.extra))}")
     if path is not None:
-        from conformance.counterexample import render
+        from tidemark.conformance.counterexample import render
 
         out.print("[bold]the mismatch nearest an initial state, on its shortest path:[/]")
         render(out, path)
@@ -235,7 +235,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from conformance.explain import explain
+    from tidemark.conformance.explain import explain
 
     result = explain(args.trace, args.spec, args.config, args.mutant, correct=args.correct)
     if args.json:
@@ -255,8 +255,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_zoo(args: argparse.Namespace) -> int:
-    from conformance.tlc.runner import find_jar, find_java
-    from conformance.zoo import ZooResult, run_zoo
+    from tidemark.conformance.tlc.runner import find_jar, find_java
+    from tidemark.conformance.zoo.entries import ZooResult, run_zoo
 
     find_java()  # before the run directory is made
     find_jar()
@@ -273,7 +273,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
         status.phase("bug zoo: TLC on each spec variant, conformance on each mutant")
         report = run_zoo(args.run_dir, args.only, _tlc_options(args), on_entry=shown, wait=not args.no_wait)
     if args.junit is not None:
-        from conformance.junit import suite, write, zoo_cases
+        from tidemark.conformance.junit import suite, write, zoo_cases
 
         write(args.junit, [suite("zoo", zoo_cases(report))])
     if args.json:
@@ -286,7 +286,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from conformance.simulate import simulate
+    from tidemark.conformance.simulate import simulate
 
     with _progress(args) as status:
         result = simulate(
@@ -324,7 +324,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_prove(args: argparse.Namespace) -> int:
-    from conformance.prove.counter import prove_counter
+    from tidemark.conformance.prove.counter import prove_counter
 
     report = prove_counter(args.k)
     if args.json:
@@ -349,10 +349,10 @@ def cmd_prove(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from conformance.coverage import coverage_lines
-    from conformance.locks import locked
-    from conformance.report import summary_table, write_report
-    from conformance.verify import verify
+    from tidemark.conformance.coverage import coverage_lines
+    from tidemark.conformance.locks import locked
+    from tidemark.conformance.report import summary_table, write_report
+    from tidemark.conformance.verify import verify
 
     specs = _standard_specs(args.only)
     with locked(args.out, wait=not args.no_wait), _progress(args) as status:
@@ -375,7 +375,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         )
         page = write_report(report, args.out)
     if args.junit is not None:
-        from conformance.junit import verify_suites, write
+        from tidemark.conformance.junit import verify_suites, write
 
         write(args.junit, verify_suites(report))
     if args.json:
@@ -406,9 +406,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from conformance.campaign import run_campaign, summary_lines, write_scenario
-    from conformance.spark import spark_session
-    from impl.cluster import Fix
+    from tidemark.conformance.campaign import run_campaign, summary_lines, write_scenario
+    from tidemark.conformance.spark import spark_session
+    from tidemark.impl.cluster import Fix
 
     with nullcontext() if args.local else spark_session(args.master) as spark:
         report = run_campaign(
@@ -430,8 +430,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from conformance.traces import read_itf_trace, read_traces
-    from conformance.validate import resolve_model, validate_traces
+    from tidemark.conformance.traces import read_itf_trace, read_traces
+    from tidemark.conformance.validate import resolve_model, validate_traces
 
     if args.mapping is not None:
         return _validate_log(args)
@@ -465,7 +465,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def _validate_log(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from conformance.kit.logs import validate_log
+    from tidemark.conformance.kit.logs import validate_log
 
     report = validate_log(args.traces, args.mapping, args.spec, args.config, _tlc_options(args))
     if args.json:
@@ -498,15 +498,15 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int] | str] = {
     "zoo": cmd_zoo,
     "explain": cmd_explain,
     "prove": cmd_prove,
-    "affinity": "conformance.placement:cmd_affinity",
-    "distribution": "conformance.placement:cmd_distribution",
-    "hazelcast-lab": "conformance.hazelcast_lab:cmd_hazelcast_lab",
-    "ncache-lab": "conformance.ncache_lab:cmd_ncache_lab",
+    "affinity": "tidemark.conformance.cli.placement:cmd_affinity",
+    "distribution": "tidemark.conformance.cli.placement:cmd_distribution",
+    "hazelcast-lab": "tidemark.conformance.lab.hazelcast:cmd_hazelcast_lab",
+    "ncache-lab": "tidemark.conformance.lab.ncache:cmd_ncache_lab",
     "validate": cmd_validate,
-    "scenario": "conformance.scenarios.command:run",
+    "scenario": "tidemark.conformance.scenarios.command:run",
     "verify": cmd_verify,
-    "audit": "conformance.audit.command:run",
-    "doctor": "conformance.doctor:cmd_doctor",
+    "audit": "tidemark.conformance.audit.command:run",
+    "doctor": "tidemark.conformance.cli.doctor:cmd_doctor",
     "campaign": cmd_campaign,
 }
 

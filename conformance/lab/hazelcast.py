@@ -34,9 +34,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from conformance.distribution import lab_page, publish
-from conformance.systems.hazelcast_claims import MEMBERS, NAMESPACES, model_converged, model_of, settle
-from impl.hazelcast import Backup, HazelcastCluster
+from tidemark.conformance.lab.distribution import lab_page, publish
+from tidemark.conformance.systems.hazelcast_claims import (
+    MEMBERS,
+    NAMESPACES,
+    model_converged,
+    model_of,
+    settle,
+)
+from tidemark.impl.hazelcast import Backup, HazelcastCluster
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -408,9 +414,9 @@ def write_lab_artifacts(report: LabReport, directory: Path) -> list[Path]:
 
 def cmd_hazelcast_lab(args: argparse.Namespace) -> int:
     """`tidemark hazelcast-lab`: the sweep on Spark, its files in --out; holds when every trial converged."""
-    from conformance.outputs import emit
-    from conformance.placement import spark_lab
-    from conformance.progress import out
+    from tidemark.conformance.cli.outputs import emit
+    from tidemark.conformance.cli.placement import spark_lab
+    from tidemark.conformance.cli.progress import out
 
     report, files = spark_lab(
         args,

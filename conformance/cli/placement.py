@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 from rich.table import Table
 
-from conformance import options as opt
-from conformance.errors import TidemarkError
-from conformance.outputs import emit
-from conformance.progress import out
+from tidemark.conformance.cli.limits import LIMITS
+from tidemark.conformance.cli.outputs import emit
+from tidemark.conformance.cli.progress import out
+from tidemark.conformance.errors import TidemarkError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,7 +27,7 @@ def _parse_key(text: str, kind: str) -> object:
     """A key as the Java object it stands for: int and long keep Java's ranges (their hashCode)."""
     import uuid
 
-    from impl.affinity import INT_MAX, INT_MIN, JavaLong
+    from tidemark.impl.affinity import INT_MAX, INT_MIN, JavaLong
 
     try:
         if kind == "int":
@@ -46,9 +46,9 @@ def _parse_key(text: str, kind: str) -> object:
 
 
 def cmd_affinity(args: argparse.Namespace) -> int:
-    from impl.affinity import RendezvousConfig, assign_partition, key_partition, make_node
+    from tidemark.impl.affinity import RendezvousConfig, assign_partition, key_partition, make_node
 
-    if len(args.nodes) > (most := int(opt.LIMITS["affinity --nodes"].high)):
+    if len(args.nodes) > (most := int(LIMITS["affinity --nodes"].high)):
         raise TidemarkError(f"{len(args.nodes):,} node ids", source="--nodes", expected=f"at most {most:,}")
     if len(set(args.nodes)) != len(args.nodes):
         repeated = sorted({node for node in args.nodes if args.nodes.count(node) > 1})
@@ -72,7 +72,7 @@ def cmd_affinity(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        from conformance.outputs import AffinityOutput
+        from tidemark.conformance.cli.outputs import AffinityOutput
 
         found = AffinityOutput.model_validate(
             {"partitions": args.partitions, "nodes": args.nodes, "keys": rows}
@@ -96,9 +96,9 @@ def spark_lab(
     Spark (--master), its files written into --out by `write`; returns the report and the files."""
     from pydantic import ValidationError
 
-    from conformance.locks import locked
-    from conformance.spark import spark_session
-    from conformance.tlc.runner import find_java
+    from tidemark.conformance.locks import locked
+    from tidemark.conformance.spark import spark_session
+    from tidemark.conformance.tlc.runner import find_java
 
     try:
         checked = config()
@@ -115,7 +115,7 @@ def spark_lab(
 
 
 def cmd_distribution(args: argparse.Namespace) -> int:
-    from conformance.distribution import (
+    from tidemark.conformance.lab.distribution import (
         DEFAULT_ALGORITHMS,
         DistributionConfig,
         markdown_table,

@@ -26,8 +26,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from conformance.errors import TidemarkError
-from conformance.outputs import finish
+from tidemark.conformance.cli.outputs import finish
+from tidemark.conformance.errors import TidemarkError
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def check_java() -> Finding:
 
 
 def check_tlc() -> Finding:
-    from conformance.tlc.runner import find_jar
+    from tidemark.conformance.tlc.runner import find_jar
 
     try:
         jar = find_jar()
@@ -95,7 +95,7 @@ class Harness:
     artifact: str
 
     def module(self) -> Path:
-        from conformance.systems.ignite import ROOT
+        from tidemark.conformance.systems.ignite import ROOT
 
         return ROOT / "systems" / self.system
 
@@ -103,12 +103,12 @@ class Harness:
         """Start the smallest cluster and stop it (the harness JVM and its directory go with it); the
         system's version as the harness reports it."""
         if self.system == "ignite":
-            from conformance.systems.ignite import IgniteHarness
+            from tidemark.conformance.systems.ignite import IgniteHarness
 
             with IgniteHarness(version) as ignite:
                 ignite.start(1, partitions=1, backups=0)
                 return str(ignite.info.get("ignite"))
-        from conformance.systems.hazelcast import HazelcastHarness
+        from tidemark.conformance.systems.hazelcast import HazelcastHarness
 
         with HazelcastHarness(version) as hazelcast:
             hazelcast.start(("m1",), partitions=1)
@@ -120,7 +120,7 @@ HAZELCAST = Harness("hazelcast", ("com", "hazelcast"), "hazelcast")
 
 
 def check_harness(harness: Harness, version: str) -> Finding:
-    from conformance.systems.ignite import ROOT
+    from tidemark.conformance.systems.ignite import ROOT
 
     module = harness.module()
     target = module / "target" / version

@@ -1,5 +1,6 @@
 """Deliberately broken Hazelcast clusters (impl/hazelcast.py), one known bug class each: the bug zoo's
-implementation side for spec/HazelcastAntiEntropy.tla (conformance/zoo.py), selected by the entry's name,
+implementation side for spec/HazelcastAntiEntropy.tla (conformance/zoo/entries.py), selected by the entry's
+name,
 each breaking the rule spec/HazelcastZoo.tla replaces.
 """
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from impl.hazelcast import FragmentVersions, HazelcastCluster
+from tidemark.impl.hazelcast import FragmentVersions, HazelcastCluster
 
 
 class StaleBackupApplied(HazelcastCluster):
