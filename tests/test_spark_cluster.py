@@ -69,7 +69,7 @@ def executor_python(request: pytest.FixtureRequest) -> Path:
         (site / "tidemark_record.pth").write_text(_RECORDER)
         (home / "made-for").write_text(key)
     probe = subprocess.run(
-        [str(python), "-c", "import conformance"], cwd=home, capture_output=True, text=True, check=False
+        [str(python), "-c", "import tidemark"], cwd=home, capture_output=True, text=True, check=False
     )
     assert probe.returncode != 0, "tidemark must not be importable in the executors' environment"
     return python
