@@ -54,7 +54,8 @@ def _java() -> str | None:
         done = subprocess.run([find_java(), "-version"], capture_output=True, text=True, timeout=30)
     except (TidemarkError, OSError, subprocess.TimeoutExpired):
         return None
-    lines = (done.stderr or done.stdout).splitlines()
+    # The JVM announces JAVA_TOOL_OPTIONS and _JAVA_OPTIONS ("Picked up ...") before its version.
+    lines = [line for line in (done.stderr or done.stdout).splitlines() if not line.startswith("Picked up ")]
     return lines[0].strip() if lines else None
 
 

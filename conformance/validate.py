@@ -335,6 +335,21 @@ def _run(model: _Model, module: str, config: str, name: str) -> tuple[list[dict[
         return states, run.seconds
 
 
+# TLC's list of the nested expressions it was evaluating: "0. Line 37, column 11 to line 45, column 61 in M".
+_POSITIONS = re.compile(
+    r"The error occurred when TLC was evaluating the nested\s+expressions at the following positions:\s*"
+    r"(?:\d+\. Line \d+, column \d+ to line \d+, column \d+ in \w+\s*)*"
+)
+
+
+def _headline(error: str | None) -> str:
+    """TLC's own words on an evaluation error, without the behaviour it prints and without the list of
+    nested positions (which may come before the words, as for an invariant evaluated on a trace's state)."""
+    text = (error or "no details").split("\nThe behavior up to this point")[0]
+    text = _POSITIONS.sub("", text)
+    return " ".join(line.strip() for line in text.splitlines() if line.strip()) or "no details"
+
+
 def _failure(model: _Model, module: str, result: TlcResult) -> TidemarkError:
     """The error for a run on a generated module. A value TLC cannot evaluate is the traces' (a string
     where the spec has an integer, ...); an error TLC places in the spec or its config is theirs; one in
@@ -349,10 +364,8 @@ def _failure(model: _Model, module: str, result: TlcResult) -> TidemarkError:
             if where is not None and where.module not in (None, module)
             else ""
         )
-        headline = (result.error or "no details").split("\nThe behavior up to this point")[0]
         return TidemarkError(
-            f"TLC cannot evaluate the spec on these traces{stopped}: "
-            + headline.split("\nThe error occurred when")[0],
+            f"TLC cannot evaluate the spec on these traces{stopped}: {_headline(result.error)}",
             source=model.traces,
             expected="values of the spec's types (an integer where the spec has one, ...)",
         )

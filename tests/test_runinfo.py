@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tidemark.conformance.runinfo import spec_inputs
+import pytest
+
+from tidemark.conformance.runinfo import _java, spec_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,3 +25,11 @@ def test_a_spec_brings_the_modules_it_uses(tmp_path: Path) -> None:
 def test_pme_uses_the_counter_and_transaction_specs() -> None:
     names = {p.name for p in spec_inputs(ROOT / "spec" / "PME.tla", ROOT / "spec" / "PME.cfg")}
     assert {"PME.tla", "PME.cfg", "UpdateCounter.tla", "TxCounters.tla"} <= names
+
+
+def test_the_java_version_is_javas_own_line_even_with_java_tool_options(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xss2m")
+    version = _java()
+    assert version is not None and "version" in version and not version.startswith("Picked up")

@@ -149,7 +149,9 @@ def test_split_messages_cuts_nested_messages_out_of_their_parent() -> None:
         code=2132,
         level=0,
         body='The first argument of Assert evaluated to FALSE; the second argument was:\n"x got too big"',
+        parent=general,  # nested in the general error
     )
+    assert messages[general].parent is None and messages[general + 2].parent is None
 
 
 def test_split_messages_keeps_sanys_parse_error_as_plain_text() -> None:

@@ -94,6 +94,7 @@ class Message(BaseModel):
     code: int
     level: int
     body: str
+    parent: int | None = None  # the index of the message this one is nested in
 
 
 class TraceStep(BaseModel):
@@ -146,7 +147,10 @@ def split_messages(output: str) -> tuple[list[Message], str]:
         position = match.end()
         if match.group(1) is not None:
             stack.append((len(messages), int(match.group(1)), []))
-            messages.append(Message(code=int(match.group(1)), level=int(match.group(2)), body=""))
+            parent = stack[-2][0] if len(stack) > 1 else None
+            messages.append(
+                Message(code=int(match.group(1)), level=int(match.group(2)), body="", parent=parent)
+            )
         elif stack:
             index, _, parts = stack.pop()
             messages[index].body = "".join(parts).strip()
@@ -286,10 +290,16 @@ _PREAMBLE = re.compile(
 
 
 def _error_text(messages: list[Message]) -> str | None:
-    """TLC's words: its error messages (level 1) and the messages nested in them, in order; the
-    preamble of an unexpected exception shortened to the exception's name."""
+    """TLC's words: its error messages (level 1) and the messages nested in them (e.g. "Attempted to
+    check if the value ... is an element of Nat" inside an evaluation error), in order; the preamble of an
+    unexpected exception shortened to the exception's name."""
     nested = {ASSERT_FAILED, INTEGER_TOO_BIG, ARITHMETIC_OVERFLOW, *CONFIG_ERRORS}
-    bodies = [m.body for m in messages if m.body and (m.level == 1 or m.code in nested)]
+
+    def told(m: Message) -> bool:
+        inside_error = m.parent is not None and messages[m.parent].level == 1
+        return m.level == 1 or m.code in nested or inside_error
+
+    bodies = [m.body for m in messages if m.body and told(m)]
     text = "\n".join(bodies)
     return _PREAMBLE.sub(lambda m: f"{m.group(1)}: ", text).strip() or None
 
