@@ -123,7 +123,10 @@ def test_wheel_installs_into_a_fresh_venv_and_verifies_from_elsewhere(wheel: Pat
     result = json.loads(verified.stdout)
     assert result["holds"] is True
     assert (elsewhere / "report" / "index.html").is_file()
-    assert (elsewhere / "runs" / "verify").is_dir()  # the run's work goes where the user runs it
+    assert (
+        elsewhere / "runs" / "UpdateCounter-UpdateCounter"
+    ).is_dir()  # the work goes where the user runs it
+    assert [spec["spec"] for spec in result["specs"]] == ["UpdateCounter"]
 
 
 def test_resources_are_named_as_in_the_repository_and_found_from_any_directory(
