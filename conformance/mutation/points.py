@@ -10,6 +10,7 @@ of the module itself, in an interpreter that has not imported it yet.
 from __future__ import annotations
 
 import ast
+import importlib
 import sys
 import types
 from collections import Counter
@@ -286,15 +287,21 @@ def mutated_code(path: Path, index: int) -> types.CodeType:
     return compile(ast.fix_missing_locations(tree), str(path), "exec")
 
 
+# The package impl/ and conformance/ are imported under ("tidemark"), from this module's own name.
+_TOP = __name__.split(".")[0] if __name__.count(".") >= 3 else ""
+
+
 def module_name(path: Path) -> str:
-    return ".".join(path.with_suffix("").parts)
+    """The name a checkout's file is imported by: impl/counter.py is tidemark.impl.counter."""
+    dotted = ".".join(path.with_suffix("").parts)
+    return f"{_TOP}.{dotted}" if _TOP else dotted
 
 
 def install(path: Path, index: int) -> None:
     """Install the mutant as the module itself, before anything imports it (in a fresh interpreter)."""
     name = module_name(path)
     package, _, leaf = name.rpartition(".")
-    parent = __import__(package) if package else None
+    parent = importlib.import_module(package) if package else None
     module = types.ModuleType(name)
     module.__file__ = str(path)
     sys.modules[name] = module  # dataclasses look their module up while the class body runs
