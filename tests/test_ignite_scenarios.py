@@ -27,16 +27,6 @@ from tidemark.conformance.systems.ignite_differences import explain
 pytestmark = pytest.mark.ignite
 
 SCENARIOS = sorted(Path("scenarios").glob("*.json"))
-# Outcomes on Ignite that depend on timing the harness does not yet control: each passed in its own runs
-# and failed in some full-suite runs as said here. Open (docs/real-ignite.md, "Timing"): a failure with
-# exactly this symptom is an expected failure, any other failure fails; a pass passes.
-TIMING = {
-    "activation-keeps-gaps": (
-        "expect.c1.txs.t1: expected 'rolledBack', Ignite 'preparing'",
-        ".c1.t1: impl 'rolledBack', Ignite 'preparing'",
-    ),
-    "rollback-range-reused": ("Failed to acquire lock for keys (primary node left grid",),
-}
 
 
 @pytest.fixture(scope="module")
@@ -52,26 +42,14 @@ def test_every_scenario_passes_on_ignite_or_says_why_it_cannot(path: Path, harne
     if reason is not None:
         assert len(reason) > 20, "the reason must say why"
         return
-    try:
-        result = side_by_side(scenario, "ignite", explain)
-    except IgniteError as error:
-        _timing(path, [str(error)])
-        raise
+    result = side_by_side(scenario, "ignite", explain)
     failing = [f"{c.path}: expected {c.expected!r}, Ignite {c.actual!r}" for c in result.failing_checks]
     unexplained = [f"{d.where}: impl {d.impl!r}, Ignite {d.real!r}" for d in result.unexplained]
-    _timing(path, [line for line in (result.real.failure, *failing, *unexplained) if line])
     assert result.real.failure is None, result.real.failure
     assert not failing, "\n".join(failing)
     assert not unexplained, "\n".join(unexplained)
     assert result.passed
     assert result.real.system == "ignite" and len(result.observed) == len(scenario.steps) + 1
-
-
-def _timing(path: Path, failures: list[str]) -> None:
-    """An expected failure when every failure is a timing symptom TIMING names for this scenario."""
-    symptoms = TIMING.get(path.stem, ())
-    if symptoms and failures and all(any(s in failure for s in symptoms) for failure in failures):
-        pytest.xfail(f"timing on Ignite, open: {symptoms[0]}")
 
 
 def test_the_command_shows_both_runs_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,7 +22,10 @@ KNOWN: dict[str, str] = {
     "one-phase-commit": "Ignite commits a transaction that maps to one primary and at most one backup in one "
     "phase: the backup commits on the prepare request, the primary on the backup's answer, and no finish "
     "request is sent; the articles and tidemark always run both phases. The values agree again once "
-    "tidemark's commit is delivered. Verdict: the articles simplify.",
+    "tidemark's commit is delivered. When the primary leaves before its answer reaches the client, the "
+    "client keeps the transaction PREPARED for a check of its backup at the application's commit, where "
+    "tidemark's recovery rolls back a transaction the client never decided (neither acknowledged it; "
+    "the client rolls it back instead when it loses every server first). Verdict: the articles simplify.",
     "pme-free-switch": "When a baseline server leaves, Ignite (2.8+) switches to the new topology without "
     "single or full messages (the PME-free switch): each survivor finalizes its counters (closes its gaps) "
     "as soon as its own partition release completes and takes the new version and owner lists at once, "
@@ -149,6 +152,8 @@ def explain(
         theirs, ours = impl[system.client].get(tx), real[system.client].get(tx)
         if ours == "rolledBack" and theirs in ("locking", "preparing"):
             return "client-fails-fast"
+        if theirs == "rolledBack" and ours == "preparing" and tx in _one_phase_txs(system):
+            return "one-phase-commit"
         # the reverse, while a server is down: Ignite's client has not processed the node-left event yet
         down = any(real.get(n, {}).get("state") == "down" for n in system.servers)
         if down and theirs == "rolledBack" and ours in ("locking", "preparing"):
@@ -190,7 +195,7 @@ def _one_phase(node: str, impl: dict[str, Any], real: dict[str, Any], system: Sy
     one phase the client's prepare is its commit, so Ignite's primary commits once its backup answered or
     left, where tidemark's recovery rolls back a transaction the client never decided (neither side
     acknowledged it: either outcome is allowed)."""
-    one_phase: set[str] = getattr(getattr(system, "driver", None), "one_phase", set())
+    one_phase = _one_phase_txs(system)
     writes: dict[str, dict[int, str]] = getattr(system, "tx_keys", {})
     theirs, ours = impl.get(node, {}), real.get(node, {})
     for tx in one_phase:
@@ -206,6 +211,11 @@ def _one_phase(node: str, impl: dict[str, Any], real: dict[str, Any], system: Sy
         if _wrote(ours, written, theirs):
             return True
     return False
+
+
+def _one_phase_txs(system: System) -> set[str]:
+    one_phase: set[str] = getattr(getattr(system, "driver", None), "one_phase", set())
+    return one_phase
 
 
 def _wrote(ours: dict[str, Any], written: list[tuple[str, str]], theirs: dict[str, Any]) -> bool:

@@ -34,6 +34,7 @@ SUPPLY = "GridDhtPartitionSupplyMessage"
 TX_HELD = (LOCK, NEAR_PREPARE, DHT_PREPARE, DHT_PREPARED, NEAR_PREPARED, NEAR_FINISH, DHT_FINISH, RECOVERY)
 FINISHED_TX = frozenset({"COMMITTED", "ROLLED_BACK"})
 POLL = 0.05  # seconds between two looks at the cluster while waiting for Ignite
+FINISH_GRACE = 2.0  # seconds a finished backup's answer is waited for (it has none when no reply is due)
 AFFINITY_GRACE = 3.0  # seconds a rebalancing's end waits for Ignite's late affinity switch to begin
 
 
@@ -163,6 +164,9 @@ class StepDriver:
     # Transactions: the client's steps.
 
     def _tx_start(self, tx: str) -> None:
+        """The client begins: once it saw the topology the servers see (a failed server reaches the client
+        late when it was the client's discovery router), so its keys map onto the primaries tidemark's do."""
+        self.h.call("await_client", timeout_ms=int(1000 * self.timeout))
         self.h.call("tx_begin", tx=tx, writes={str(k): v for k, v in self.tx_keys[tx].items()}, wait_ms=100)
         if not self._await_held(LOCK, tx=tx):
             raise NotPossible(f"the client sent no lock request for {tx}: {self._tx_wait(tx)}")
@@ -264,14 +268,22 @@ class StepDriver:
 
     def _backup_finish(self, tx: str, node: str) -> list[HeldMessage]:
         """The backup finishes: its answer arrives, or (its primary gone, nobody to answer) its transaction
-        is committed or rolled back."""
+        is committed or rolled back. Ignite shows the transaction finished a moment before it applied its
+        counters (`rollbackRemoteTx`: the transaction manager's history first), and answers after both: the
+        answer is waited for while the primary runs, at most FINISH_GRACE once the state is final."""
         since = self.mark()
         released = self._deliver(DHT_FINISH, tx, node)
+        primary, final_at = released[0].sender, None
 
         def finished() -> bool:
+            nonlocal final_at
+            if self.h.call("sent", since=since, type=DHT_FINISHED, tx=tx)["messages"]:
+                return True
             view = self.observe(entries=False).nodes.get(node)
-            done = view is None or view.txs.get(tx) in FINISHED_TX
-            return done or bool(self.h.call("sent", since=since, type=DHT_FINISHED, tx=tx)["messages"])
+            if view is not None and view.txs.get(tx) not in FINISHED_TX:
+                return False
+            final_at = final_at or time.monotonic()
+            return not self._running(primary) or time.monotonic() > final_at + FINISH_GRACE
 
         self._until(finished, f"{node} finishing {tx}")
         return released

@@ -216,6 +216,8 @@ public final class Harness {
                 return nodes.activate(wait);
             case "await_exchange":
                 return nodes.awaitExchange(Json.longOr(c, "timeout_ms", 30_000));
+            case "await_client":
+                return nodes.awaitClient(Json.longOr(c, "timeout_ms", 30_000));
             case "await_rebalance":
                 return nodes.awaitRebalance(Json.longOr(c, "timeout_ms", 60_000));
             case "observe":

@@ -276,6 +276,34 @@ final class Nodes {
         return status(false, agreedVersion());
     }
 
+    /** Until the client saw every topology change the servers saw and (the servers' exchanges done) finished
+     * its own exchange: a server's failure reaches the client through its discovery router, later when the
+     * router itself failed, and a transaction begun before that maps its keys onto the departed primary. */
+    synchronized JsonObject awaitClient(long timeoutMs) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (!clientCaughtUp() && System.currentTimeMillis() < deadline)
+            wait(50);
+        JsonObject o = new JsonObject();
+        o.addProperty("done", clientCaughtUp());
+        return o;
+    }
+
+    private boolean clientCaughtUp() {
+        if (client == null)
+            return true;
+        long latest = 0;
+        boolean serversDone = true;
+        for (IgniteEx ig : servers.values()) {
+            latest = Math.max(latest, ig.context().discovery().topologyVersion());
+            serversDone &= ig.context().cache().context().exchange().lastTopologyFuture().isDone();
+        }
+        if (client.context().discovery().topologyVersion() < latest)
+            return false;
+        var ex = client.context().cache().context().exchange();
+        return !serversDone || ex.lastTopologyFuture().isDone()
+            && ex.readyAffinityVersion().topologyVersion() == client.context().discovery().topologyVersion();
+    }
+
     private String agreedVersion() {
         String ver = null;
         for (IgniteEx ig : everyone()) {

@@ -112,9 +112,18 @@ final class Observer {
     }
 
     /** Whether the group's rebalancing is done. An inactive cluster keeps its cache groups (their partitions
-     * restored from the WAL, readable) but starts no preloader: nothing rebalances there. */
+     * restored from the WAL, readable) but starts no preloader: nothing rebalances there. A preloader that is
+     * created but not started yet (a reactivation in progress) has no demander and answers with an NPE: it
+     * rebalances nothing yet either. */
     static boolean rebalanceDone(CacheGroupContext grp) {
-        return grp.preloader() == null || grp.preloader().rebalanceFuture().isDone();
+        if (grp.preloader() == null)
+            return true;
+        try {
+            return grp.preloader().rebalanceFuture().isDone();
+        }
+        catch (NullPointerException notStarted) {
+            return true;
+        }
     }
 
     /** The kinds of the discovery events the unfinished exchanges handle (merged ones included). */
