@@ -22,7 +22,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from tidemark.conformance.conform import DriverOptions, dump_graph, replay_locally, replay_with_drivers
+from tidemark.conformance.conform import DriverOptions, dump_graph, replay_locally
+from tidemark.conformance.kit.local import replay_with_drivers
 from tidemark.conformance.kit.spark import replay_with_spark_drivers
 from tidemark.conformance.spark import spark_session
 from tidemark.conformance.tlc.config import read_config

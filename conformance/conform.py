@@ -28,8 +28,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, Field, ValidationError
 
 from tidemark.conformance.errors import TidemarkError, ToolError
-from tidemark.conformance.kit.driver import Driver
-from tidemark.conformance.kit.replay import DriverRun, replay_with_driver
+from tidemark.conformance.kit.replay import DriverRun
 from tidemark.conformance.locks import locked
 from tidemark.conformance.mappings import mapping_for
 from tidemark.conformance.parallel import PARALLEL_EDGES, cores, replay_in_shares
@@ -255,7 +254,7 @@ def replay_locally(
     return _summary(graph, tables)
 
 
-def _write_results(graph: Path, tables: GraphTables, results: Iterable[StateResult]) -> ReplaySummary:
+def write_results(graph: Path, tables: GraphTables, results: Iterable[StateResult]) -> ReplaySummary:
     with _publishing(graph / RESULTS) as target:
         target.mkdir()
         with pq.ParquetWriter(target / "part-00000.parquet", RESULTS_SCHEMA) as writer:
@@ -268,22 +267,6 @@ def _summary(graph: Path, tables: GraphTables) -> ReplaySummary:
     summary = summarize(graph, tables.texts.get)
     summary.examples = tables.with_paths(summary.examples)
     return summary
-
-
-def replay_with_drivers(
-    graph: Path, spec: str, constants: Mapping[str, Value], options: DriverOptions
-) -> tuple[ReplaySummary, DriverRun]:
-    """The replay through driver processes (conformance/kit/)."""
-    tables = GraphTables(graph)
-    rows = list(tables.rows())
-    results, run = replay_with_driver(
-        rows,
-        [(fp, tables.digests[fp]) for fp in tables.initial],
-        lambda: Driver(options.command, spec, constants, timeout=options.timeout),
-        processes=options.processes,
-        walk=options.walk,
-    )
-    return _write_results(graph, tables, results), run
 
 
 def summarize(graph: Path, state_text: Callable[[int], str | None] | None = None) -> ReplaySummary:
@@ -541,6 +524,8 @@ def conform(
         elif driver is not None:
             result.engine = f"through {driver.processes} driver process(es)"
             phase(f"replaying {graph.edges:,} edges {result.engine}")
+            from tidemark.conformance.kit.local import replay_with_drivers  # imports this module
+
             summary, result.driver = replay_with_drivers(run_dir, spec.stem, model.constants, driver)
         elif in_process:
             phase(f"replaying {graph.edges:,} edges {result.engine}")

@@ -13,8 +13,9 @@ import ctypes
 import multiprocessing
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pyarrow.parquet as pq
 
@@ -22,14 +23,15 @@ from tidemark.conformance.replay import RESULTS_SCHEMA, replay_states, results_b
 from tidemark.conformance.tlc.values import Value
 
 Row = tuple[int, str, list[tuple[int, int, str]]]
+T = TypeVar("T")
 
 # Below this many edges one process replays alone: starting the others costs more than they save.
 PARALLEL_EDGES = 20_000
 
 _PR_SET_PDEATHSIG = 1
 
-# What a forked share reads: set before the processes fork, inherited by them, never pickled.
-_inherited: tuple[Sequence[Row], str, Mapping[str, Value], str | None] | None = None
+# What a forked share runs: set before the processes fork, inherited by them, never pickled.
+_inherited: Callable[[int, int, int], Any] | None = None
 
 
 def cores() -> int:
@@ -52,14 +54,9 @@ def shares(rows: Sequence[Row], count: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in bounds if b > a]
 
 
-def replay_share(target: Path, start: int, stop: int) -> None:
-    """Replay rows[start:stop] of the inherited rows into the results table file `target`."""
-    assert _inherited is not None, "replay_share runs in a process forked by replay_in_shares"
-    rows, spec, constants, mutant = _inherited
-    results = replay_states(spec, constants, mutant, rows[start:stop])
-    with pq.ParquetWriter(target, RESULTS_SCHEMA) as writer:
-        for batch in results_batches(results):
-            writer.write_batch(batch)
+def _run_share(index: int, start: int, stop: int) -> Any:
+    assert _inherited is not None, "a share runs in a process forked by in_shares"
+    return _inherited(index, start, stop)
 
 
 def _share_process() -> None:
@@ -71,6 +68,23 @@ def _share_process() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def in_shares(rows: Sequence[Row], processes: int, work: Callable[[int, int, int], T]) -> list[T]:
+    """`work(index, start, stop)` for each share of `rows` (at most `processes`), each in a forked process
+    (in this one when there is only one share); their answers in share order."""
+    global _inherited
+    ranges = shares(rows, processes)
+    if len(ranges) <= 1:
+        return [work(0, 0, len(rows))]
+    _inherited = work
+    try:
+        context = multiprocessing.get_context("fork")
+        # Leaving the block terminates the processes: an error or an interrupt does not wait for them.
+        with context.Pool(len(ranges), initializer=_share_process) as pool:
+            return pool.starmap(_run_share, [(i, a, b) for i, (a, b) in enumerate(ranges)], chunksize=1)
+    finally:
+        _inherited = None
+
+
 def replay_in_shares(
     directory: Path,
     rows: Sequence[Row],
@@ -80,24 +94,12 @@ def replay_in_shares(
     processes: int,
 ) -> None:
     """Write the results table of `rows` into `directory` (which exists), with up to `processes`
-    processes; one share is replayed in this process."""
-    global _inherited
-    ranges = shares(rows, processes)
-    _inherited = (rows, spec, constants, mutant)
-    try:
-        if len(ranges) <= 1:
-            replay_share(directory / "part-00000.parquet", 0, len(rows))
-            return
-        context = multiprocessing.get_context("fork")
-        # Leaving the block terminates the processes: an error or an interrupt does not wait for them.
-        with context.Pool(len(ranges), initializer=_share_process) as pool:
-            pool.starmap(
-                replay_share,
-                [
-                    (directory / f"part-{index:05d}.parquet", start, stop)
-                    for index, (start, stop) in enumerate(ranges)
-                ],
-                chunksize=1,
-            )
-    finally:
-        _inherited = None
+    processes, share i into `part-0000i.parquet`."""
+
+    def replay_share(index: int, start: int, stop: int) -> None:
+        results = replay_states(spec, constants, mutant, rows[start:stop])
+        with pq.ParquetWriter(directory / f"part-{index:05d}.parquet", RESULTS_SCHEMA) as writer:
+            for batch in results_batches(results):
+                writer.write_batch(batch)
+
+    in_shares(rows, processes, replay_share)

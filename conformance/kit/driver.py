@@ -19,7 +19,7 @@ import signal
 import subprocess
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -205,3 +205,16 @@ class Driver:
             self.close()
             raise DriverFault(str(error)) from None
         return answers
+
+
+def probe(make: Callable[[], Driver]) -> Driver:
+    """A driver made, started (its hello read) and stopped: its capabilities before the replay starts, and
+    a driver that cannot start fails here, before any replay process or Spark task runs."""
+    driver = make()
+    try:
+        driver.start()
+    except DriverFault as fault:
+        raise ToolError(f"the driver failed at init: {fault}", source=" ".join(driver.command)) from None
+    finally:
+        driver.close()
+    return driver

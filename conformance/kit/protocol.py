@@ -174,13 +174,14 @@ def _first_problem(error: ValidationError, union: bool) -> str:
 
 
 def _parse(adapter: TypeAdapter[Any], text: str, line: int, expected: str) -> Any:
+    """Parsed and validated in one pass (pydantic's JSON parser: a replay's answers are its largest input)."""
     try:
-        obj = json.loads(text)
-    except ValueError as error:
-        raise MalformedAnswer(line, f"not JSON ({error})", expected, text) from None
-    try:
-        return adapter.validate_python(obj)
+        return adapter.validate_json(text)
     except ValidationError as error:
+        first = error.errors()[0]
+        if first["type"] == "json_invalid":
+            reason = first.get("ctx", {}).get("error", first["msg"])
+            raise MalformedAnswer(line, f"not JSON ({reason})", expected, text) from None
         raise MalformedAnswer(line, _first_problem(error, adapter is _ANSWER), expected, text) from None
 
 

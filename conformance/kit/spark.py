@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from tidemark.conformance.conform import DriverOptions, GraphTables, replay_partitions
-from tidemark.conformance.errors import TidemarkError, ToolError
-from tidemark.conformance.kit.driver import Driver, DriverFault
+from tidemark.conformance.errors import TidemarkError
+from tidemark.conformance.kit.driver import Driver, probe
 from tidemark.conformance.kit.replay import DriverRun, replay_with_driver
 from tidemark.conformance.replay import ReplaySummary, arrow_rows, results_batches
 from tidemark.conformance.tlc.values import Value
@@ -46,24 +46,12 @@ def replay_arrow_with_drivers(
     yield from results_batches(results)
 
 
-def _hello(spec: str, constants: Mapping[str, Value], options: DriverOptions) -> Driver:
-    """One driver started and stopped here: a driver that cannot start fails before Spark runs tasks."""
-    driver = Driver(options.command, spec, constants, timeout=options.timeout)
-    try:
-        driver.start()
-    except DriverFault as fault:
-        raise ToolError(f"the driver failed at init: {fault}", source=" ".join(options.command)) from None
-    finally:
-        driver.close()
-    return driver
-
-
 def replay_with_spark_drivers(
     spark: Any, graph: Path, spec: str, constants: Mapping[str, Value], options: DriverOptions
 ) -> tuple[ReplaySummary, DriverRun]:
     """The replay through drivers in Spark's tasks; the results table is written into `graph`."""
-    probe = _hello(spec, constants, options)
-    if "load" not in probe.capabilities:
+    driver = probe(lambda: Driver(options.command, spec, constants, timeout=options.timeout))
+    if "load" not in driver.capabilities:
         raise TidemarkError(
             "the driver cannot `load` a state: it replays along walks from the initial state, which need"
             " the whole graph in one process",
@@ -76,11 +64,11 @@ def replay_with_spark_drivers(
     body = partial(replay_arrow_with_drivers, spec, dict(constants), options, initial, restarts)
     summary = replay_partitions(spark, graph, body)
     summary.examples = tables.with_paths(summary.examples)
-    assert probe.hello is not None
+    assert driver.hello is not None
     run = DriverRun(
-        command=probe.command,
-        implementation=probe.hello.implementation,
-        capabilities=sorted(probe.capabilities),
+        command=driver.command,
+        implementation=driver.hello.implementation,
+        capabilities=sorted(driver.capabilities),
         mode="load",
         processes=options.processes,
         restarts=restarts.value,

@@ -40,6 +40,8 @@ from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, M
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
+from pydantic_core import to_json
+
 __all__ = [
     "JSON",
     "Function",
@@ -479,7 +481,7 @@ def state_digest(text: str) -> int:
 
 _DECODER = json.JSONDecoder()
 # A variable's ITF text -> its value. Keyed by text, so 1 and TRUE stay apart; values are immutable.
-_VALUE_BY_TEXT: dict[str, Value] = {}
+_VALUE_BY_TEXT: dict[str | bytes, Value] = {}  # JSON texts read, str from TLC's dumps, bytes from drivers
 
 
 def state_from_json(text: str) -> dict[str, Value]:
@@ -517,10 +519,10 @@ def state_from_parsed_itf(obj: Mapping[str, object]) -> dict[str, Value]:
     """``state_from_itf(obj)`` for a state already parsed from JSON (a driver's answer), with each
     variable's value memoized by its JSON text as in `state_from_json`: the answers of a replay repeat
     a few values per variable, and the memoized values' canonical texts are memoized too."""
-    return {name: _memoized(json.dumps(itf), itf) for name, itf in obj.items() if not name.startswith("#")}
+    return {name: _memoized(to_json(itf), itf) for name, itf in obj.items() if not name.startswith("#")}
 
 
-def _memoized(text: str, itf: object) -> Value:
+def _memoized(text: str | bytes, itf: object) -> Value:
     """The value of `itf`, whose JSON text is `text`, from the memo if it was read before."""
     value = _VALUE_BY_TEXT.get(text)
     if value is None:
