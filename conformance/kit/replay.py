@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel
+from pydantic_core import to_json
 
 from tidemark.conformance.errors import ToolError
 from tidemark.conformance.kit.driver import Driver, DriverFault
@@ -112,13 +113,25 @@ class Pool:
             driver.retire()
 
 
+# A state answer's JSON -> its canonical text: a replay meets each state once per edge into it.
+_CANONICAL: dict[bytes, str] = {}
+_CANONICAL_LIMIT = 200_000
+
+
 def _state_text(answer: Any) -> str:
     """The canonical text of a step's answer, or Refused."""
     if isinstance(answer, StateAnswer):
-        try:
-            return canonical_state_json(state_from_parsed_itf(answer.state))
-        except ValueError as error:
-            raise Refused(f"the answer's state is not ITF: {error}") from None
+        key = to_json(answer.state)
+        text = _CANONICAL.get(key)
+        if text is None:
+            try:
+                text = canonical_state_json(state_from_parsed_itf(answer.state))
+            except ValueError as error:
+                raise Refused(f"the answer's state is not ITF: {error}") from None
+            if len(_CANONICAL) >= _CANONICAL_LIMIT:
+                _CANONICAL.clear()
+            _CANONICAL[key] = text
+        return text
     if isinstance(answer, NotEnabled):
         raise Refused("not enabled" + (f": {answer.reason}" if answer.reason else ""))
     if isinstance(answer, ErrorAnswer):
