@@ -209,7 +209,7 @@ def _check_variables(traces: Iterable[Trace], variables: Sequence[str], spec: st
 
 
 @dataclass(frozen=True)
-class _Model:
+class TraceModel:
     """What every generated module needs: the spec, its variables and the model's constants."""
 
     spec: Path
@@ -249,7 +249,7 @@ def _sequence(items: Iterable[str]) -> str:
     return "<<\n" + ",\n".join(items) + "\n>>"
 
 
-class _Definitions:
+class Definitions:
     """The states of a generated module as shared definitions (TmS3 == [counter |-> TmV1, ...]).
 
     Walks share most of their states and nearly all variable values (100 walks of 30 steps of the
@@ -283,7 +283,9 @@ class _Definitions:
         return self._define("TmS", f"[{fields}]")
 
 
-def _module(model: _Model, name: str, own: tuple[str, ...], definitions: _Definitions, body: str) -> str:
+def trace_module(
+    model: TraceModel, name: str, own: tuple[str, ...], definitions: Definitions, body: str
+) -> str:
     """A module extending the spec with variables `own`, the definitions (states) and `body`."""
     model_values = sorted(definitions.model_values)
     is_state = " /\\ ".join(f"{v} = s.{v}" for v in model.variables)
@@ -305,7 +307,7 @@ def _module(model: _Model, name: str, own: tuple[str, ...], definitions: _Defini
     )
 
 
-def _config(model: _Model, definitions: _Definitions) -> str:
+def trace_config(model: TraceModel, definitions: Definitions) -> str:
     """The model's constants (and the model values the states use), TmInit and TmNext."""
     lines = ["CONSTANTS"]
     lines += [f"    {name} = {format_value(value)}" for name, value in model.config.constants.items()]
@@ -314,7 +316,7 @@ def _config(model: _Model, definitions: _Definitions) -> str:
     return "\n".join([*lines, "INIT TmInit", "NEXT TmNext", ""])
 
 
-def _run(model: _Model, module: str, config: str, name: str) -> tuple[list[dict[str, JSON]], float]:
+def run_traces(model: TraceModel, module: str, config: str, name: str) -> tuple[list[dict[str, JSON]], float]:
     """Run TLC on a generated module (next to copies of the spec's modules); the states it reached."""
     with scratch_dir("validate-") as workdir:
         for tla in model.spec.parent.glob("*.tla"):
@@ -350,7 +352,7 @@ def _headline(error: str | None) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip()) or "no details"
 
 
-def _failure(model: _Model, module: str, result: TlcResult) -> TidemarkError:
+def _failure(model: TraceModel, module: str, result: TlcResult) -> TidemarkError:
     """The error for a run on a generated module. A value TLC cannot evaluate is the traces' (a string
     where the spec has an integer, ...); an error TLC places in the spec or its config is theirs; one in
     the generated module itself is tidemark's (exit 3); a failure of TLC is exit 3 as everywhere."""
@@ -386,12 +388,12 @@ def _batches(items: Sequence[Trace], size: int) -> Iterator[Sequence[Trace]]:
 # Following the traces.
 
 
-def _follow(model: _Model, traces: Sequence[Trace]) -> tuple[list[int], list[Broken], float]:
+def _follow(model: TraceModel, traces: Sequence[Trace]) -> tuple[list[int], list[Broken], float]:
     """How many states of each trace TLC matched (0: not even the initial one), and the first state of
     each trace that breaks one of the model's invariants. Each distinct state of the traces is also an
     initial state of trace 0, which takes no step: there TLC evaluates the invariants."""
     name = f"{model.spec.stem}_TidemarkTraces"
-    definitions = _Definitions(model.variables)
+    definitions = Definitions(model.variables)
     invariants = model.config.invariants
     names = [[definitions.state(s) for s in trace.states] for trace in traces]
     states = list(dict.fromkeys(name for trace in names for name in trace))
@@ -416,8 +418,8 @@ TmNext == /\\ {TRACE} > 0
           /\\ {CURSOR}' = {CURSOR} + 1
           /\\ {TRACE}' = {TRACE}
           /\\ {BROKEN}' = {{}}"""
-    module = _module(model, name, (TRACE, CURSOR, BROKEN), definitions, body)
-    reached, seconds = _run(model, module, _config(model, definitions), name)
+    module = trace_module(model, name, (TRACE, CURSOR, BROKEN), definitions, body)
+    reached, seconds = run_traces(model, module, trace_config(model, definitions), name)
     matched = [0] * len(traces)
     breaks: dict[str, list[str]] = {}
     for state in reached:
@@ -441,19 +443,19 @@ TmNext == /\\ {TRACE} > 0
 # Explaining rejections: the spec's initial states and successors of the last matched states.
 
 
-def _spec_steps(
-    model: _Model, sources: Sequence[State], initial: bool
+def spec_steps(
+    model: TraceModel, sources: Sequence[State], initial: bool
 ) -> tuple[list[State], list[list[State]], float]:
     """The spec's initial states (if `initial`) and each source state's successors under its Next."""
     name = f"{model.spec.stem}_TidemarkSteps"
-    definitions = _Definitions(model.variables)
+    definitions = Definitions(model.variables)
     init = f"({CASE} = 0 /\\ {STEP} = 1 /\\ {model.init})" if initial else "FALSE"
     body = f"""TmCases == {_sequence(definitions.state(s) for s in sources)}
 TmInit == \\/ {init}
           \\/ ({CASE} \\in 1..Len(TmCases) /\\ {STEP} = 0 /\\ TmIs(TmCases[{CASE}]))
 TmNext == {STEP} = 0 /\\ {model.next} /\\ {STEP}' = 1 /\\ {CASE}' = {CASE}"""
-    module = _module(model, name, (CASE, STEP), definitions, body)
-    reached, seconds = _run(model, module, _config(model, definitions), name)
+    module = trace_module(model, name, (CASE, STEP), definitions, body)
+    reached, seconds = run_traces(model, module, trace_config(model, definitions), name)
     initial_states: list[State] = []
     successors: list[list[State]] = [[] for _ in sources]
     for itf in reached:
@@ -513,10 +515,10 @@ def _explain_step(trace: Trace, step: int, successors: Sequence[State]) -> Rejec
     return rejection
 
 
-def _explain(model: _Model, failures: Sequence[tuple[Trace, int]]) -> tuple[list[Rejection], float]:
+def _explain(model: TraceModel, failures: Sequence[tuple[Trace, int]]) -> tuple[list[Rejection], float]:
     """One rejection per (trace, first unmatched step), in the order given; one TLC run."""
     stepping = [(trace, step) for trace, step in failures if step > 0]
-    initial, successors, seconds = _spec_steps(
+    initial, successors, seconds = spec_steps(
         model, [trace.states[step - 1] for trace, step in stepping], initial=len(stepping) < len(failures)
     )
     next_successors = iter(successors)  # in the order of `stepping`, a subsequence of `failures`
@@ -531,13 +533,13 @@ def _explain(model: _Model, failures: Sequence[tuple[Trace, int]]) -> tuple[list
 # Entry points.
 
 
-def _load_model(spec: Path, config: Path, options: TlcOptions | None, traces: str | None = None) -> _Model:
+def load_model(spec: Path, config: Path, options: TlcOptions | None, traces: str | None = None) -> TraceModel:
     if not spec.is_file():
         raise TidemarkError("no such spec", source=str(spec), expected="a .tla file")
     variables = spec_variables(spec)
     if not variables:
         raise TidemarkError("the spec declares no VARIABLES", source=str(spec))
-    return _Model(
+    return TraceModel(
         spec.resolve(), read_config(config), tuple(variables), options or TlcOptions(), traces or "the traces"
     )
 
@@ -552,7 +554,7 @@ def validate_traces(
 ) -> ValidationReport:
     """Validate every trace against the spec under the model's constants: one TLC run per batch of
     traces, plus one per batch that has rejections (to explain them)."""
-    model = _load_model(spec, config, options, traces[0].source if traces else None)
+    model = load_model(spec, config, options, traces[0].source if traces else None)
     _check_variables(traces, model.variables, spec.stem)
     _check_integers(traces)
     report = ValidationReport(spec=str(spec), config=str(config), traces=len(traces), accepted=0)
@@ -574,5 +576,5 @@ def validate_traces(
 
 def initial_states(spec: Path, config: Path, options: TlcOptions | None = None) -> list[State]:
     """The spec's initial states under the model's constants, computed by TLC (where walks start)."""
-    initial, _, _ = _spec_steps(_load_model(spec, config, options), [], initial=True)
+    initial, _, _ = spec_steps(load_model(spec, config, options), [], initial=True)
     return initial

@@ -51,13 +51,13 @@ from tidemark.conformance.tlc.values import (
     state_to_itf,
 )
 from tidemark.conformance.validate import (
-    _config,
-    _Definitions,
-    _load_model,
-    _Model,
-    _module,
-    _run,
-    _spec_steps,
+    Definitions,
+    TraceModel,
+    load_model,
+    run_traces,
+    spec_steps,
+    trace_config,
+    trace_module,
 )
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "log-mapping.schema.json"
@@ -315,11 +315,11 @@ def _tuple(items: Sequence[str]) -> str:
 
 
 def _log_module(
-    model: _Model, events: Sequence[Event], internal: Sequence[str], most: int
+    model: TraceModel, events: Sequence[Event], internal: Sequence[str], most: int
 ) -> tuple[str, str, str]:
     """The generated module's name, text and config."""
     name = f"{model.spec.stem}_TidemarkLog"
-    definitions = _Definitions(model.variables)
+    definitions = Definitions(model.variables)
     entries = []
     for event in events:
         action = definitions.value(event.action) if event.action is not None else "<<>>"
@@ -366,8 +366,8 @@ TmObserved(k) == \\A i \\in 1..Len(TmLog[k].obs) :
 TmInit == {CURSOR} = 0 /\\ {SKIPPED} = 0 /\\ {model.init}
 TmNext ==
 """ + "\n".join(f"    \\/ {step}" for step in steps)
-    module = _module(model, name, (CURSOR, SKIPPED), definitions, body)
-    return name, module, _config(model, definitions)
+    module = trace_module(model, name, (CURSOR, SKIPPED), definitions, body)
+    return name, module, trace_config(model, definitions)
 
 
 def _at(value: Value, path: Sequence[Value]) -> Value | None:
@@ -404,12 +404,12 @@ def _takes(event: Event, state: State) -> bool:
     return isinstance(action, Record) and all(action.get(f) == v for f, v in event.action.items())
 
 
-def _explain(model: _Model, event: Event, candidates: list[State]) -> tuple[str, list[str], float]:
+def _explain(model: TraceModel, event: Event, candidates: list[State]) -> tuple[str, list[str], float]:
     """Why `event` follows no candidate: its action is never taken, or what the closest state differs in."""
     if event.action is None:
         diff = min((_differences(event, s) for s in candidates), key=len)
         return "no candidate state shows what the event observes", diff, 0.0
-    _, successors, seconds = _spec_steps(model, candidates[:EXPLAINED], initial=False)
+    _, successors, seconds = spec_steps(model, candidates[:EXPLAINED], initial=False)
     after = [s for each in successors for s in each]
     taking = [s for s in after if _takes(event, s)]
     wanted = action_text(event.action)
@@ -431,11 +431,11 @@ def validate_log(
     mapping = read_mapping(mapping_path)
     spec = spec if spec is not None else resource(f"spec/{mapping.spec}.tla")
     config = config or (Path(mapping.config) if mapping.config else spec.with_suffix(".cfg"))
-    model = _load_model(spec, config, options, str(log))
+    model = load_model(spec, config, options, str(log))
     _check_mapping(mapping, model.variables, str(mapping_path))
     events = read_log(log, mapping, str(mapping_path))
     name, module, cfg = _log_module(model, events, mapping.internal, mapping.max_internal)
-    reached, seconds = _run(model, module, cfg, name)
+    reached, seconds = run_traces(model, module, cfg, name)
     deepest = max(int(str(s[CURSOR])) for s in reached) if reached else -1
     report = LogReport(
         log=str(log),
