@@ -114,6 +114,17 @@ def spark_lab(
         return report, write(report, args.out)
 
 
+def lab_answer(
+    args: argparse.Namespace, command: str, report: BaseModel, files: list[Path], table: str, code: int = 0
+) -> int:
+    """A lab command's answer: its report as JSON (--json), or its Markdown table and the files written."""
+    if args.json:
+        return emit(command, report, code)
+    out.print(table)
+    out.print(f"written: {', '.join(str(f) for f in files)}")
+    return code
+
+
 def cmd_distribution(args: argparse.Namespace) -> int:
     from tidemark.conformance.lab.distribution import (
         DEFAULT_ALGORITHMS,
@@ -145,8 +156,4 @@ def cmd_distribution(args: argparse.Namespace) -> int:
         run_distribution,
         write_distribution_artifacts,
     )
-    if args.json:
-        return emit("distribution", report, 0)
-    out.print(markdown_table(report))
-    out.print(f"written: {', '.join(str(f) for f in files)}")
-    return 0
+    return lab_answer(args, "distribution", report, files, markdown_table(report))

@@ -13,7 +13,7 @@ import random
 import statistics
 import tempfile
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, Protocol, TypeAlias, TypeVar
@@ -533,14 +533,33 @@ def publish(directory: Path, render: Callable[[Path], list[str]]) -> list[Path]:
     return [directory / name for name in names]
 
 
-def write_distribution_artifacts(report: DistributionReport, directory: Path) -> list[Path]:
-    """report.json, table.html, index.html and the plots in `directory` (`publish`); returns the files."""
+def publish_lab(
+    directory: Path,
+    report: BaseModel,
+    tables: Mapping[str, str],
+    plot: Callable[[Path], list[Path]],
+    page: Callable[[list[Path]], str],
+) -> list[Path]:
+    """A lab's files, published into `directory`: report.json, its `tables` (file name -> text), the plots
+    `plot` draws and index.html (`page` of those plots); returns the files."""
 
     def render(work: Path) -> list[str]:
         (work / "report.json").write_text(report.model_dump_json(indent=2))
-        (work / "table.html").write_text(html_table(report))
-        plots = plot_distribution(report, work)
-        (work / "index.html").write_text(html_page(report, plots))
-        return ["report.json", "table.html", "index.html", *(plot.name for plot in plots)]
+        for name, text in tables.items():
+            (work / name).write_text(text)
+        plots = plot(work)
+        (work / "index.html").write_text(page(plots))
+        return ["report.json", *tables, "index.html", *(p.name for p in plots)]
 
     return publish(directory, render)
+
+
+def write_distribution_artifacts(report: DistributionReport, directory: Path) -> list[Path]:
+    """report.json, table.html, index.html and the plots in `directory`; returns the files."""
+    return publish_lab(
+        directory,
+        report,
+        {"table.html": html_table(report)},
+        lambda work: plot_distribution(report, work),
+        lambda plots: html_page(report, plots),
+    )

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tidemark.conformance.lab.distribution import lab_page, publish
+from tidemark.conformance.lab.distribution import lab_page, publish_lab
 from tidemark.conformance.systems.hazelcast_claims import (
     MEMBERS,
     NAMESPACES,
@@ -397,16 +397,13 @@ def html_page(report: LabReport, plots: list[Path]) -> str:
 
 def write_lab_artifacts(report: LabReport, directory: Path) -> list[Path]:
     """report.json, table.md, table.html, index.html and the plots in `directory`; returns the files."""
-
-    def render(work: Path) -> list[str]:
-        (work / "report.json").write_text(report.model_dump_json(indent=2))
-        (work / "table.md").write_text(markdown_table(report))
-        (work / "table.html").write_text(html_table(report))
-        plots = plot_lab(report, work)
-        (work / "index.html").write_text(html_page(report, plots))
-        return ["report.json", "table.md", "table.html", "index.html", *(p.name for p in plots)]
-
-    return publish(directory, render)
+    return publish_lab(
+        directory,
+        report,
+        {"table.md": markdown_table(report), "table.html": html_table(report)},
+        lambda work: plot_lab(report, work),
+        lambda plots: html_page(report, plots),
+    )
 
 
 # --- the command -----------------------------------------------------------------------------------------
@@ -414,9 +411,7 @@ def write_lab_artifacts(report: LabReport, directory: Path) -> list[Path]:
 
 def cmd_hazelcast_lab(args: argparse.Namespace) -> int:
     """`tidemark hazelcast-lab`: the sweep on Spark, its files in --out; holds when every trial converged."""
-    from tidemark.conformance.cli.outputs import emit
-    from tidemark.conformance.cli.placement import spark_lab
-    from tidemark.conformance.cli.progress import out
+    from tidemark.conformance.cli.placement import lab_answer, spark_lab
 
     report, files = spark_lab(
         args,
@@ -436,8 +431,4 @@ def cmd_hazelcast_lab(args: argparse.Namespace) -> int:
         write_lab_artifacts,
     )
     code = 0 if all(t.rounds is not None for t in report.trials) else 1
-    if args.json:
-        return emit("hazelcast-lab", report, code)
-    out.print(markdown_table(report))
-    out.print(f"written: {', '.join(str(f) for f in files)}")
-    return code
+    return lab_answer(args, "hazelcast-lab", report, files, markdown_table(report), code)

@@ -40,7 +40,7 @@ from tidemark.conformance.lab.distribution import (
     lab_page,
     markdown_table_of,
     plot_peak_and_movement,
-    publish,
+    publish_lab,
     spark_map,
     trial_topology,
 )
@@ -320,23 +320,18 @@ def write_lab_artifacts(report: LabReport, directory: Path) -> list[Path]:
         f" seed {config.seed}."
     )
 
-    def render(work: Path) -> list[str]:
-        (work / "report.json").write_text(report.model_dump_json(indent=2))
-        (work / "table.md").write_text(markdown_table(report))
-        (work / "table.html").write_text(html_table(report))
-        plots = plot_lab(report, work)
-        page = lab_page("NCache: balance by data size", intro, plots, html_table(report))
-        (work / "index.html").write_text(page)
-        return ["report.json", "table.md", "table.html", "index.html", *(p.name for p in plots)]
-
-    return publish(directory, render)
+    return publish_lab(
+        directory,
+        report,
+        {"table.md": markdown_table(report), "table.html": html_table(report)},
+        lambda work: plot_lab(report, work),
+        lambda plots: lab_page("NCache: balance by data size", intro, plots, html_table(report)),
+    )
 
 
 def cmd_ncache_lab(args: argparse.Namespace) -> int:
     """`tidemark ncache-lab`: the sweep on Spark, its files in --out."""
-    from tidemark.conformance.cli.outputs import emit
-    from tidemark.conformance.cli.placement import spark_lab
-    from tidemark.conformance.cli.progress import out
+    from tidemark.conformance.cli.placement import lab_answer, spark_lab
 
     report, files = spark_lab(
         args,
@@ -353,8 +348,4 @@ def cmd_ncache_lab(args: argparse.Namespace) -> int:
         run_lab,
         write_lab_artifacts,
     )
-    if args.json:
-        return emit("ncache-lab", report, 0)
-    out.print(markdown_table(report))
-    out.print(f"written: {', '.join(str(f) for f in files)}")
-    return 0
+    return lab_answer(args, "ncache-lab", report, files, markdown_table(report))
