@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tidemark.conformance.mutation.campaign import TARGETS, Children, Target, run_module
+from tidemark.conformance.mutation.campaign import TARGETS, Children, Target, in_turns, run_module
 from tidemark.conformance.mutation.points import mutants, mutated_code
 from tidemark.conformance.mutation.survivors import explanation
 
@@ -88,6 +88,27 @@ def test_the_registry_names_only_mutants_that_exist() -> None:
     for path, listed in SURVIVORS.items():
         keys = {m.key for m in mutants(Path(path))}
         assert set(listed) <= keys, sorted(set(listed) - keys)
+
+
+def test_models_take_turns_until_every_one_is_exhausted() -> None:
+    # A mutant replays its models in turns, so a small model's shallow states come before the end of a
+    # large one; every state of every model still comes exactly once, in its model's order.
+    taken = list(in_turns([range(5), range(2), [], range(4)], 2))
+    assert taken[:6] == [(0, 0), (0, 1), (1, 0), (1, 1), (3, 0), (3, 1)]
+    for index, size in enumerate((5, 2, 0, 4)):
+        assert [item for source, item in taken if source == index] == list(range(size))
+    assert len(taken) == 11
+
+
+def test_a_deleted_check_that_a_step_is_enabled_is_outside_in_every_module() -> None:
+    check = "PmeCluster.join: self._require(self._when_join(node), 'Join', node=node) -> pass"
+    assert explanation("impl/pme.py", check) == explanation(
+        "impl/cluster.py", check.replace("PmeCluster", "Cluster")
+    )
+    reason = explanation("impl/pme.py", check)
+    assert reason is not None and reason[0] == "outside"
+    # Its result used: deleting the statement is a fault conformance must kill, not a listed survivor.
+    assert explanation("impl/cluster.py", "Cluster.tx_remap: response = self._require(x) -> pass") is None
 
 
 # One fault of each kind in the counter's protocol operations, each on a path with at most one queued

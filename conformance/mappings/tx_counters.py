@@ -9,8 +9,8 @@ txs, counter, data, wal (the disk's data and rollback records; checkpoint marker
 
 Two spec-level rules live here rather than in the cluster: the model's bound on crashes (MaxFailures
 hides NodeFail), and the terminal step Done, which the spec takes once every transaction finished and
-nothing is in flight, so that TLC does not report a deadlock. The cluster's Checkpoint is a stuttering
-step of the spec (restart gives the same state with or without it) and is not listed.
+nothing is in flight, so that TLC does not report a deadlock. The cluster's Checkpoint is no action of
+this spec, which has no checkpoints (its header says why; spec/PME.tla models them), and is not listed.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from tidemark.impl.messages import MESSAGE_TYPES, Message, Version
 from tidemark.impl.wal import DataRecord, Disk, Entry, LoggedRecord, RebalancedRecord, RollbackRecord
 
 DONE = Record(name="Done")
-# Cluster steps that are no spec action: the spec stutters on them.
+# Cluster steps that are no action of this spec.
 STUTTERING = {"Checkpoint"}
 _MESSAGE_CLASSES = {cls.__name__: cls for cls in MESSAGE_TYPES}
 

@@ -14,6 +14,7 @@ Keys are `tidemark.conformance.mutation.points.Mutant.key`; docs/mutation.md pre
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 Category = Literal["equivalent", "outside", "unreached"]
@@ -218,7 +219,6 @@ _CLUSTER: dict[str, Reason] = {
         "equivalent",
         "Both callers require the prepare response first (tx_commit through _when_tx_commit, tx_rollback in the PREPARING state through _when_tx_rollback), so the assertion always holds.",
     ),
-    "Cluster.node_fail: self._require(self._when_node_fail(node), 'NodeFail', node=node) -> pass": _NOT_ENABLED,
 }
 
 _IDLE_VERIFY: Reason = (
@@ -235,7 +235,6 @@ _PME: dict[str, Reason] = {
         "outside",
         "Equality with an object of another type: no mapping compares a cluster with anything else.",
     ),
-    "PmeCluster.node_fail: self._require(self._when_node_fail(node), 'NodeFail', node=node) -> pass": _NOT_ENABLED,
     "PmeCluster._gaps_closed: return runs(set(range(1, counter.highest_applied + 1)) - covered(counter) - logged) -> return runs(set(range(1, counter.highest_applied + 0)) - covered(counter) - logged)": (
         "equivalent",
         "The highest applied counter is always covered (1..LWM or the last out-of-order range), so leaving it out of the range changes no gap.",
@@ -279,10 +278,19 @@ SCOPES: dict[str, dict[str, Reason]] = {
 }
 
 
+# Mutants of any module, by the shape of their key: a step's check that it is enabled, deleted.
+PATTERNS: list[tuple[re.Pattern[str], Reason]] = [
+    (re.compile(r"^[\w.]+: self\._require\(.*\) -> pass$"), _NOT_ENABLED),
+]
+
+
 def explanation(path: str, key: str) -> Reason | None:
     """(category, why) for a listed survivor of the module at `path`, else None."""
     listed = SURVIVORS.get(path, {})
     if key in listed:
         return listed[key]
+    for pattern, reason in PATTERNS:
+        if pattern.match(key):
+            return reason
     scopes = [prefix for prefix in SCOPES.get(path, {}) if key.startswith(prefix)]
     return SCOPES[path][max(scopes, key=len)] if scopes else None
