@@ -4,8 +4,6 @@
     python bench/mutate.py --module impl/cluster.py --module impl/pme.py
     python bench/mutate.py --sample 20 --seed 3 --no-tests --jobs 2 --json runs/mutate/counter.json
     python bench/mutate.py --rescore runs/mutate/counter.json     # a saved run, survivors classified anew
-    python bench/mutate.py --survivors-of runs/mutate/pme.json --json runs/mutate/pme-2.json
-                                                                  # its survivors measured again (new models)
 
 For each module TLC dumps its standard models' state graphs once; the unmutated module replays them
 first (recording which of its lines run), then each mutant replays them in a fresh interpreter until the
@@ -29,7 +27,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from tidemark.conformance.errors import TidemarkError
 from tidemark.conformance.mutation.campaign import TARGETS, Children, ModuleScore, MutantResult, run_module
-from tidemark.conformance.mutation.points import Mutant, mutants
+from tidemark.conformance.mutation.points import mutants
 from tidemark.conformance.mutation.survivors import SURVIVORS, explanation
 
 
@@ -54,22 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="print a saved run (--json) with its survivors classified by the registry now",
     )
-    parser.add_argument(
-        "--survivors-of",
-        type=Path,
-        help="measure again only the survivors of a saved run (--json), against the models the module has "
-        "now; its killed mutants are kept as they were",
-    )
     args = parser.parse_args(argv)
     if args.rescore is not None:
         return _rescore(args.rescore)
-    saved: dict[str, ModuleScore] = {}
-    if args.survivors_of is not None:
-        try:
-            saved = {s.path: s for s in _load(args.survivors_of)}
-        except TidemarkError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
     children = Children()
 
     def terminate(signum: int, frame: FrameType | None) -> None:
@@ -78,17 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, terminate)
     scores = []
     try:
-        for module in args.module or (list(saved) if saved else ["impl/counter.py"]):
+        for module in args.module or ["impl/counter.py"]:
             started = time.monotonic()
             target = TARGETS[module]
             chosen = mutants(target.path)
-            if module in saved:
-                chosen = _survivors(saved[module], chosen, args.survivors_of)
-            elif saved:
-                raise TidemarkError(
-                    f"{module} is not in the saved run", source=str(args.survivors_of), expected="its modules"
-                )
-            elif args.sample is not None or args.key:
+            if args.sample is not None or args.key:
                 picked = random.Random(args.seed).sample(chosen, min(args.sample or 0, len(chosen)))
                 keyed = [m for m in chosen if m.key in args.key and m not in picked]
                 chosen = sorted(picked + keyed, key=lambda m: m.index)
@@ -101,10 +80,6 @@ def main(argv: list[str] | None = None) -> int:
                 tests=not args.no_tests,
                 on_result=_progress,
             )
-            if module in saved:
-                again = {r.key for r in score.results}
-                kept = [r for r in saved[module].results if r.key not in again]
-                score.results = sorted(kept + score.results, key=lambda r: r.index)
             scores.append(score)
             _print(score, time.monotonic() - started)
     except TidemarkError as error:
@@ -119,31 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _load(path: Path) -> list[ModuleScore]:
-    try:
-        return TypeAdapter(list[ModuleScore]).validate_json(path.read_bytes())
-    except (OSError, ValidationError) as error:
-        raise TidemarkError(str(error), source=str(path), expected="a run written by --json") from error
-
-
-def _survivors(saved: ModuleScore, chosen: list[Mutant], path: Path) -> list[Mutant]:
-    """The saved run's survivors among the module's mutants now (the module must not have changed)."""
-    by_key = {m.key: m for m in chosen}
-    missing = [r.key for r in saved.results if r.key not in by_key or by_key[r.key].index != r.index]
-    if missing:
-        raise TidemarkError(
-            f"{saved.path} changed since the run: {len(missing)} mutants differ, the first {missing[0]!r}",
-            source=str(path),
-            expected="the module as it was when the run was saved",
-        )
-    return [by_key[r.key] for r in saved.results if r.survived]
-
-
 def _rescore(path: Path) -> int:
     try:
-        scores = _load(path)
-    except TidemarkError as error:
-        print(f"error: {error}", file=sys.stderr)
+        scores = TypeAdapter(list[ModuleScore]).validate_json(path.read_bytes())
+    except (OSError, ValidationError) as error:
+        print(f"error: {path}: expected a run written by --json: {error}", file=sys.stderr)
         return 2
     for score in scores:
         for r in score.results:

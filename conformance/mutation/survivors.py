@@ -221,9 +221,46 @@ _CLUSTER: dict[str, Reason] = {
     ),
 }
 
+_REPORT: Reason = (
+    "outside",
+    "The exchange's report (spec/PME.tla's UpdateFailures, CountersInconsistent, SizesInconsistent) is what the scenarios check at a FullMessage, on impl and on real Ignite; the replay's mapping does not read it.",
+)
+_INITIAL: Reason = (
+    "outside",
+    "The initial cluster: the replay starts every edge from a state concretized from the spec; tests/test_tx_counters_conform.py and tests/test_pme_conform.py compare the initial states.",
+)
+_EQUALITY: Reason = (
+    "outside",
+    "Equality of clusters: conformance compares abstract states, never two clusters.",
+)
 _IDLE_VERIFY: Reason = (
     "outside",
     "idle_verify is the consistency check that scenarios and tests run on a cluster, not a step of the protocol; no replay calls it.",
+)
+
+_LOST: Reason = (
+    "unreached",
+    "A locking transaction whose partition became LOST (every owner failed): none of the targets loses a partition; tests/models/PME-lost.cfg does.",
+)
+_FROM_ZERO: Reason = (
+    "unreached",
+    "A historical rebalance asked from counter 0 (a new or cleared copy): the rule on missing updates alone allows it only when the supplier holds more entries than its LWM (entries applied above a hole), which the models never pair with such a demand.",
+)
+_NO_DEFAULT: Reason = (
+    "equivalent",
+    "The default of an empty maximum is never taken: both are asked only about a partition that is not LOST, which has an OWNING copy among the single messages (the exchange skips LOST partitions first, and _new_state asks _max_lwm about an OWNING copy's own partition).",
+)
+_FLOOR: Reason = (
+    "unreached",
+    "The fix's HWM floor (Fix.EXCHANGE_RAISES_HWM) never exceeds a copy's HWM in the targets: that needs a survivor holding counters above every other copy's HWM that no finalize closes - the rolled-back range handed out again (docs/findings/rollback-range-reused.md: three copies, two failures), which no small replayable model reaches.",
+)
+_GAPS_STAY: Reason = (
+    "unreached",
+    "The fixes' gap closing in a partition that does not stay (LOST, or owned only by joiners): the fixed target (PMEFixed-mutation.cfg, one crash of two servers) never loses a partition.",
+)
+_SAME_KEY: Reason = (
+    "unreached",
+    "Two entries of the same key in one batch: a historical batch of two or more updates of one key, which needs a batch size above 1 and more entries than missing updates; every target has BatchSize 1.",
 )
 
 # The survivors of the seeded sample docs/mutation.md reports (bench/mutate.py --sample 20 --seed 1), less
@@ -239,14 +276,75 @@ _PME: dict[str, Reason] = {
         "equivalent",
         "The highest applied counter is always covered (1..LWM or the last out-of-order range), so leaving it out of the range changes no gap.",
     ),
+    # The full run (bench/mutate.py --module impl/pme.py --no-tests --jobs 2).
+    "PmeCluster._full_counter: return max((info[part].lwm for info in self.singles.values() if part in info), default=0) -> return max((info[part].lwm for info in self.singles.values() if part in info), default=1)": _NO_DEFAULT,
+    "PmeCluster._full_counter: return max((info[part].lwm for info in self.singles.values() if part in info), default=0) -> return max((info[part].lwm for info in self.singles.values() if part in info), default=-1)": _NO_DEFAULT,
+    "PmeCluster._max_lwm: return max((self.singles[n][part].lwm for n in self._owning_copies(part)), default=0) -> return max((self.singles[n][part].lwm for n in self._owning_copies(part)), default=1)": _NO_DEFAULT,
+    "PmeCluster._max_lwm: return max((self.singles[n][part].lwm for n in self._owning_copies(part)), default=0) -> return max((self.singles[n][part].lwm for n in self._owning_copies(part)), default=-1)": _NO_DEFAULT,
+    "PmeCluster.supply: pool: list[SuppliedEntry] -> pass": (
+        "equivalent",
+        "A bare annotation: it executes nothing.",
+    ),
+    "PmeCluster.supply: ...t, self.history[node][part] + 1) <= r.cntr <= demand.upto)} -> ...t, self.history[node][part] + 0) <= r.cntr <= demand.upto)}": (
+        "equivalent",
+        "As for `- 1` below: a historical demand starts above the supplier's truncation point, so the lower bound is the demand's first counter either way.",
+    ),
+    "PmeCluster.full_message: if floor > counter.hwm: -> pass": _FLOOR,
+    "PmeCluster.full_message: c.nodes[n].counters[p] = PartitionUpdateCounter(counter.lwm, floor, counter.items, coun... -> pass": _FLOOR,
+    "PmeCluster.full_message: if floor > counter.hwm: -> if floor >= counter.hwm:": _FLOOR,
+    "PmeCluster._gaps_closed: ...t not in self._already_lost() and any((o not in self.joiners an... -> ...t not in self._already_lost() or any((o not in self.joiners an...": _GAPS_STAY,
+    "PmeCluster._gaps_closed: ...nd any((o not in self.joiners and self.state_of(o, part) == Par... -> ...nd any((o not in self.joiners or self.state_of(o, part) == Par...": _GAPS_STAY,
+    "PmeCluster._gaps_closed: ...lf._already_lost() and any((o not in self.joiners and self.state... -> ...lf._already_lost() and any((o in self.joiners and self.state...": _GAPS_STAY,
+    "durable_counters: if isinstance(r, RebalancedRecord) and r.part == part: -> if isinstance(r, RebalancedRecord) or r.part == part:": (
+        "unreached",
+        "A rebalanced record of another partition: every target has one partition.",
+    ),
+    "durable_counters: durable.update(range(1, r.lwm + 1)) -> durable.update(range(0, r.lwm + 1))": (
+        "equivalent",
+        "durable_counters is read only by hist_from, which asks about counters 1 and up: counter 0 is never among them.",
+    ),
+    "durable_counters: durable.update(range(1, r.lwm + 1)) -> durable.update(range(1, r.lwm + 2))": (
+        "unreached",
+        "A counter just above a rebalance's LWM that no later record logs (an exchange closing it by the absolute update, which writes no record): after a rebalance the targets' copies log every counter they take (at most one crash after it).",
+    ),
+    "hist_from: return max([truncated, *(c for c in range(1, lwm + 1) if c not in durable)]) -> return max([truncated, *(c for c in range(0, lwm + 1) if c not in durable)])": (
+        "equivalent",
+        "Counter 0, never durable, joins the maximum with the truncation point, which is at least 0.",
+    ),
+    "PmeCluster.copy: assert isinstance(clone, PmeCluster) -> pass": (
+        "equivalent",
+        "The copy of a PmeCluster is made by its own class (Cluster.copy uses type(self)), so the assertion always holds.",
+    ),
+    "PmeCluster.activate: c.joiners = frozenset() -> pass": (
+        "equivalent",
+        "In every reachable state joiners is already empty at Activate: every server failed (each failure removes it from joiners) and an inactive cluster's joins add none.",
+    ),
+    "PmeCluster._when_tx_rollback: if near.state is NearState.LOCKING and (not self.writable(tx)): -> pass": _LOST,
+    "PmeCluster._when_tx_rollback: return near -> pass": _LOST,
+    "PmeCluster._historical: return init > 0 and self._wal_covers(suppli... -> return init >= 0 and self._wal_covers(suppli...": _FROM_ZERO,
+    "PmeCluster._historical: return init > 0 and self._wal_covers(supplier... -> return init > -1 and self._wal_covers(supplier...": _FROM_ZERO,
+    "PmeCluster.rebalance: ...n.data or n.data[e.key].cntr < e.cntr) and (e.key not in new... -> ...n.data or n.data[e.key].cntr <= e.cntr) and (e.key not in new...": (
+        "equivalent",
+        "An entry equal to the copy's own (same key, same counter: the same update) is written again and its data record logged a second time; the entry is unchanged and every reader takes the WAL's records as a set (the spec's wal variable, restart, supply, idle_verify).",
+    ),
+    "PmeCluster.rebalance: ...newest or newest[e.key].cntr < e.cntr): -> ...newest or newest[e.key].cntr <= e.cntr):": _SAME_KEY,
+    "PmeCluster.rebalance: ... newest or newest[e.key].cntr < e.cntr): -> ... newest or newest[e.key].cntr >= e.cntr):": _SAME_KEY,
+    "PmeCluster.evict: c.history[node][part] = 0 -> pass": (
+        "unreached",
+        "An eviction on a server whose WAL was truncated: tests/models/PME-baseline.cfg evicts but never truncates, PME-history.cfg truncates but changes no baseline.",
+    ),
+    "covered: done = set(range(1, counter.lwm + 1)) -> done = set(range(0, counter.lwm + 1))": (
+        "equivalent",
+        "covered() is read only by _gaps_closed, which subtracts it from counters 1 and up: counter 0 is never among them.",
+    ),
+    "covered: done.update(range(start + 1, start + delta + 1)) -> done.update(range(start + 1, start + delta + 2))": (
+        "unreached",
+        "The fixes' gap closing on a copy with a hole right above an out-of-order range and below its highest applied counter (two holes, four counters); PMEFixed-mutation.cfg's copies never hold one.",
+    ),
     # The sample of 60 (bench/mutate.py --module impl/pme.py --sample 60 --seed 2).
     "PmeCluster.supply: ...rst, self.history[node][part] + 1) <= r.cntr <= demand.upto)} -> ...rst, self.history[node][part] - 1) <= r.cntr <= demand.upto)}": (
         "equivalent",
         "In every reachable state: a historical demand starts above the supplier's truncation point (the exchange chose history because the WAL covers it) and no truncation happens while the server supplies (_when_truncate_wal), so the lower bound is the demand's first counter either way.",
-    ),
-    "runs: result[-1] = (result[-1][0], result[-1][1] + 1) -> result[-1] = (result[-1][1], result[-1][1] + 1)": (
-        "unreached",
-        "Merging a counter into the range before it: the models never close a hole of two or more consecutive counters that no copy has (the fixes' gap closing); tests/test_pme.py's runs cases do.",
     ),
 }
 
@@ -269,11 +367,18 @@ SCOPES: dict[str, dict[str, Reason]] = {
         "PartitionUpdateCounter.max_missed_updates: ": _HELPER,
     },
     "impl/pme.py": {
-        "idle_verify: ": _IDLE_VERIFY,
-        "exchange_report: ": (
-            "outside",
-            "The exchange's report (spec/PME.tla's UpdateFailures, CountersInconsistent, SizesInconsistent) is what the scenarios check at a FullMessage, on impl and on real Ignite; the replay's mapping does not read it.",
+        "PmeConfig.__post_init__: ": _CONFIG,
+        "PmeCluster.initial: ": _INITIAL,
+        "PmeCluster.__eq__: ": _EQUALITY,
+        "PmeCluster._hwm_floor: ": _FLOOR,
+        "runs: ": (
+            "unreached",
+            "Merging consecutive counters into one range: the fixes' gap closing never closes two adjacent holes in the targets; tests/test_pme_runs.py pins the merging.",
         ),
+        "IdleVerifyResult.": _IDLE_VERIFY,
+        "ExchangeReport.": _REPORT,
+        "idle_verify: ": _IDLE_VERIFY,
+        "exchange_report: ": _REPORT,
     },
 }
 
