@@ -3,11 +3,19 @@ mutant of impl/counter.py of each kind on the counter's small model."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
-from tidemark.conformance.mutation.campaign import TARGETS, Children, Target, in_turns, run_module
+from tidemark.conformance.mutation.campaign import (
+    TARGETS,
+    Children,
+    Target,
+    _in_parallel,
+    in_turns,
+    run_module,
+)
 from tidemark.conformance.mutation.points import mutants, mutated_code
 from tidemark.conformance.mutation.survivors import explanation
 
@@ -98,6 +106,30 @@ def test_models_take_turns_until_every_one_is_exhausted() -> None:
     for index, size in enumerate((5, 2, 0, 4)):
         assert [item for source, item in taken if source == index] == list(range(size))
     assert len(taken) == 11
+
+
+def test_an_interrupted_campaign_stops_its_children_and_runs_nothing_queued() -> None:
+    # SIGTERM reaches the campaign as KeyboardInterrupt while mutants run: the running children must be
+    # stopped at once (a survivor's replay can take minutes) and nothing queued may start.
+    children = Children()
+    ran: list[int] = []
+
+    def work(item: int) -> int:
+        if item == 0:
+            time.sleep(0.1)
+            raise KeyboardInterrupt
+        deadline = time.monotonic() + 5  # a long replay, cut short only by children.stop()
+        while not children.stopped and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ran.append(item)
+        return item
+
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        _in_parallel(work, list(range(50)), 2, children)
+    assert time.monotonic() - started < 2
+    assert children.stopped
+    assert len(ran) <= 2, ran  # the one running, and one a free worker took before the queue was cancelled
 
 
 def test_a_deleted_check_that_a_step_is_enabled_is_outside_in_every_module() -> None:

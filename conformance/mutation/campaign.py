@@ -69,6 +69,7 @@ class Verdict(BaseModel):
 _TURN = 500  # states each model replays in its turn
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def in_turns(sources: Sequence[Iterable[T]], size: int) -> Iterator[tuple[int, T]]:
@@ -338,6 +339,21 @@ class ModuleScore(BaseModel):
         return self.count(lambda r: r.killed) / self.protocol if self.protocol else 1.0
 
 
+def _in_parallel(work: Callable[[T], R], items: Sequence[T], jobs: int, children: Children) -> list[R]:
+    """work(item) for every item, `jobs` at a time. Interrupted (SIGINT, or SIGTERM raised as
+    KeyboardInterrupt), it kills the running children and starts no queued item, rather than letting the
+    pool run the whole queue to its end before the interruption reaches the caller."""
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        return list(pool.map(work, items))
+    except BaseException:
+        children.stop()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+
+
 def prepare_graphs(target: Target, work: Path) -> list[ModelGraph]:
     """TLC dumps each model's graph once (reused while spec, model and TLC are unchanged)."""
     from tidemark.conformance.conform import dump_graph
@@ -379,8 +395,7 @@ def run_module(
 
     # The unmutated module replays the models in parallel (`jobs`); a mutant replays them in turns, so
     # its time limit follows their sum.
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        controls = list(pool.map(control, graphs))
+    controls = _in_parallel(control, graphs, jobs, children)
     executed: set[int] = set()
     for verdict, _ in controls:
         if verdict is None or verdict.status != "survived":
@@ -414,8 +429,7 @@ def run_module(
             on_result(result)
         return result
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(measure, mutants(target.path) if chosen is None else chosen))
+    results = _in_parallel(measure, mutants(target.path) if chosen is None else chosen, jobs, children)
     return ModuleScore(
         path=path,
         models=[g.config for g in graphs],
