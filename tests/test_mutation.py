@@ -12,7 +12,7 @@ from tidemark.conformance.mutation.campaign import (
     TARGETS,
     Children,
     Target,
-    _in_parallel,
+    in_parallel,
     in_turns,
     run_module,
 )
@@ -126,7 +126,7 @@ def test_an_interrupted_campaign_stops_its_children_and_runs_nothing_queued() ->
 
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        _in_parallel(work, list(range(50)), 2, children)
+        in_parallel(work, list(range(50)), 2, children)
     assert time.monotonic() - started < 2
     assert children.stopped
     assert len(ran) <= 2, ran  # the one running, and one a free worker took before the queue was cancelled

@@ -256,7 +256,7 @@ TARGETS = {
         (
             (resource("spec/TxCounters.tla"), resource("spec/TxCounters.cfg")),
             # What the standard model leaves out: two partitions (a range per partition, a server owning
-            # nothing) and the proposed fix's path (docs/mutation.md).
+            # nothing), transactions sharing a key (lock waits) and the proposed fix (docs/mutation.md).
             (resource("spec/TxCounters.tla"), resource("tests/models/TxCounters-partitions.cfg")),
             (resource("spec/TxCountersFixed.tla"), resource("tests/models/TxCountersFixed-mutation.cfg")),
         ),
@@ -339,19 +339,17 @@ class ModuleScore(BaseModel):
         return self.count(lambda r: r.killed) / self.protocol if self.protocol else 1.0
 
 
-def _in_parallel(work: Callable[[T], R], items: Sequence[T], jobs: int, children: Children) -> list[R]:
+def in_parallel(work: Callable[[T], R], items: Sequence[T], jobs: int, children: Children) -> list[R]:
     """work(item) for every item, `jobs` at a time. Interrupted (SIGINT, or SIGTERM raised as
     KeyboardInterrupt), it kills the running children and starts no queued item, rather than letting the
     pool run the whole queue to its end before the interruption reaches the caller."""
-    pool = ThreadPoolExecutor(max_workers=jobs)
-    try:
-        return list(pool.map(work, items))
-    except BaseException:
-        children.stop()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    finally:
-        pool.shutdown(wait=True)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        try:
+            return list(pool.map(work, items))
+        except BaseException:
+            children.stop()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
 
 
 def prepare_graphs(target: Target, work: Path) -> list[ModelGraph]:
@@ -395,7 +393,7 @@ def run_module(
 
     # The unmutated module replays the models in parallel (`jobs`); a mutant replays them in turns, so
     # its time limit follows their sum.
-    controls = _in_parallel(control, graphs, jobs, children)
+    controls = in_parallel(control, graphs, jobs, children)
     executed: set[int] = set()
     for verdict, _ in controls:
         if verdict is None or verdict.status != "survived":
@@ -429,7 +427,7 @@ def run_module(
             on_result(result)
         return result
 
-    results = _in_parallel(measure, mutants(target.path) if chosen is None else chosen, jobs, children)
+    results = in_parallel(measure, mutants(target.path) if chosen is None else chosen, jobs, children)
     return ModuleScore(
         path=path,
         models=[g.config for g in graphs],
