@@ -4,12 +4,17 @@
     python bench/mutate.py --module impl/cluster.py --module impl/pme.py
     python bench/mutate.py --sample 20 --seed 3 --no-tests --jobs 2 --json runs/mutate/counter.json
     python bench/mutate.py --rescore runs/mutate/counter.json     # a saved run, survivors classified anew
+    python bench/mutate.py --again runs/mutate/pme.json --json runs/mutate/pme-again.json
 
 For each module TLC dumps its standard models' state graphs once; the unmutated module replays them
 first (recording which of its lines run), then each mutant replays them in a fresh interpreter until the
 first mismatch (conformance/mutation/campaign.py). A mutant whose code the replay never runs survives without
 being run ("unreached"). Prints the score per module and every survivor, with the unit test that exposes
 it and the explanation in conformance/mutation/survivors.py; killed mutants print nothing.
+
+--again measures a saved run's survivors once more on the module's models now (after a model was added),
+keeping its kills: far cheaper than measuring every mutant again (conformance/mutation/campaign.py,
+`measure_again`).
 """
 
 from __future__ import annotations
@@ -26,7 +31,14 @@ from types import FrameType
 from pydantic import TypeAdapter, ValidationError
 
 from tidemark.conformance.errors import TidemarkError
-from tidemark.conformance.mutation.campaign import TARGETS, Children, ModuleScore, MutantResult, run_module
+from tidemark.conformance.mutation.campaign import (
+    TARGETS,
+    Children,
+    ModuleScore,
+    MutantResult,
+    measure_again,
+    run_module,
+)
 from tidemark.conformance.mutation.points import mutants
 from tidemark.conformance.mutation.survivors import SURVIVORS, explanation
 
@@ -52,9 +64,17 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="print a saved run (--json) with its survivors classified by the registry now",
     )
+    parser.add_argument(
+        "--again",
+        type=Path,
+        help="measure a saved run's survivors (--json) again on the models now, keeping its kills",
+    )
     args = parser.parse_args(argv)
     if args.rescore is not None:
         return _rescore(args.rescore)
+    saved = _saved(args.again) if args.again is not None else []
+    if saved is None:
+        return 2
     children = Children()
 
     def terminate(signum: int, frame: FrameType | None) -> None:
@@ -63,7 +83,20 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, terminate)
     scores = []
     try:
-        for module in args.module or ["impl/counter.py"]:
+        for earlier in saved:
+            started = time.monotonic()
+            score = measure_again(
+                earlier,
+                TARGETS[earlier.path],
+                args.work,
+                children,
+                jobs=args.jobs,
+                tests=not args.no_tests,
+                on_result=_progress,
+            )
+            scores.append(score)
+            _print(score, time.monotonic() - started)
+        for module in args.module or ([] if saved else ["impl/counter.py"]):
             started = time.monotonic()
             target = TARGETS[module]
             chosen = mutants(target.path)
@@ -90,15 +123,29 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps([s.model_dump(mode="json") for s in scores], indent=1) + "\n")
+        partial = args.json.with_name(args.json.name + ".partial")
+        partial.write_text(json.dumps([s.model_dump(mode="json") for s in scores], indent=1) + "\n")
+        partial.replace(args.json)
     return 0
 
 
-def _rescore(path: Path) -> int:
+def _saved(path: Path) -> list[ModuleScore] | None:
+    """A run written by --json, None (the error printed) if it is not one."""
     try:
         scores = TypeAdapter(list[ModuleScore]).validate_json(path.read_bytes())
     except (OSError, ValidationError) as error:
         print(f"error: {path}: expected a run written by --json: {error}", file=sys.stderr)
+        return None
+    unknown = [s.path for s in scores if s.path not in TARGETS]
+    if unknown:
+        print(f"error: {path}: modules {unknown}: expected some of {sorted(TARGETS)}", file=sys.stderr)
+        return None
+    return scores
+
+
+def _rescore(path: Path) -> int:
+    scores = _saved(path)
+    if scores is None:
         return 2
     for score in scores:
         for r in score.results:
@@ -135,6 +182,8 @@ def _print(score: ModuleScore, seconds: float | None) -> None:
         f"  models {', '.join(score.models)}; control replay {score.control_seconds:.0f} s"
         + (f", campaign {seconds:.0f} s" if seconds is not None else "")
     )
+    if score.measured_again is not None:
+        print(f"  {score.measured_again} survivors of an earlier run measured again; its other results kept")
     kinds: dict[str, list[int]] = {}
     for r in score.results:
         of_kind = kinds.setdefault(r.kind, [0, 0])

@@ -8,16 +8,19 @@ from pathlib import Path
 
 import pytest
 
+from tidemark.conformance.errors import TidemarkError
 from tidemark.conformance.mutation.campaign import (
-    TARGETS,
     Children,
+    ModuleScore,
+    MutantResult,
     Target,
     in_parallel,
     in_turns,
+    measure_again,
     run_module,
 )
 from tidemark.conformance.mutation.points import mutants, mutated_code
-from tidemark.conformance.mutation.survivors import explanation
+from tidemark.conformance.mutation.survivors import Category, explanation
 
 MODULE = '''"""Doc."""
 
@@ -143,6 +146,13 @@ def test_a_deleted_check_that_a_step_is_enabled_is_outside_in_every_module() -> 
     assert explanation("impl/cluster.py", "Cluster.tx_remap: response = self._require(x) -> pass") is None
 
 
+# impl/counter.py on the counter's small model, whose graph replays in seconds.
+SMALL_COUNTER = Target(
+    Path("impl/counter.py"),
+    ((Path("spec/UpdateCounter.tla"), Path("tests/models/UpdateCounter-small.cfg")),),
+    (),
+)
+
 # One fault of each kind in the counter's protocol operations, each on a path with at most one queued
 # range (the small model's reach).
 KILLED_ON_THE_SMALL_MODEL = [
@@ -162,10 +172,7 @@ def test_conformance_kills_one_counter_mutant_of_each_kind(tmp_path: Path) -> No
     """Conformance on the small counter model kills each of these mutants, with the mismatch as evidence.
     The small model keeps this within CI's budget (its graph replays in seconds; a mutant that survives
     the standard models takes minutes, which bench/mutate.py spends on every mutant)."""
-    standard = TARGETS["impl/counter.py"]
-    small = Target(
-        standard.path, ((Path("spec/UpdateCounter.tla"), Path("tests/models/UpdateCounter-small.cfg")),), ()
-    )
+    small = SMALL_COUNTER
     by_key = {m.key: m for m in mutants(small.path)}
     chosen = [by_key[key] for key in KILLED_ON_THE_SMALL_MODEL]
     assert {m.kind for m in chosen} == {"compare", "constant", "negate", "delete", "boolop", "arith"}
@@ -173,3 +180,54 @@ def test_conformance_kills_one_counter_mutant_of_each_kind(tmp_path: Path) -> No
     score = run_module(small, tmp_path, Children(), chosen=chosen, tests=False)
     assert [r.key for r in score.results] == KILLED_ON_THE_SMALL_MODEL
     assert all(r.status == "killed" and r.evidence for r in score.results), score.results
+
+
+def saved_run(models: list[str], survivors: dict[str, Category | None]) -> ModuleScore:
+    """A run of impl/counter.py as bench/mutate.py --json saves it: every mutant killed but `survivors`
+    (key: its category)."""
+    results = [
+        MutantResult(key=m.key, index=m.index, kind=m.kind, line=m.line, status="killed")
+        for m in mutants(SMALL_COUNTER.path)
+    ]
+    for r in results:
+        if r.key in survivors:
+            r.status = "survived"
+            r.model = None
+            r.category = survivors[r.key]
+    return ModuleScore(path="impl/counter.py", models=models, control_seconds=1.0, results=results)
+
+
+@pytest.mark.tlc
+def test_measuring_again_replays_only_the_unexplained_survivors_and_keeps_the_rest(tmp_path: Path) -> None:
+    # A model added since the saved run: a survivor it kills becomes killed. Only the survivors the
+    # registry, as it is now, does not explain away are replayed: the saved file's own category is stale.
+    fault = KILLED_ON_THE_SMALL_MODEL[0]
+    outside = "_check_items: if delta <= 0: -> pass"  # a check of invalid input, listed "outside"
+    saved = saved_run([], {fault: "outside", outside: None})
+    measured: list[str] = []
+    again = measure_again(
+        saved, SMALL_COUNTER, tmp_path, Children(), tests=False, on_result=lambda r: measured.append(r.key)
+    )
+    assert measured == [fault]
+    assert again.measured_again == 1
+    assert again.models == ["tests/models/UpdateCounter-small.cfg"]
+    by_key = {r.key: r for r in again.results}
+    assert by_key[fault].status == "killed" and by_key[fault].evidence
+    assert by_key[outside].status == "survived" and by_key[outside].category == "outside"
+    assert [r.key for r in again.results] == [r.key for r in saved.results]
+    assert again.count(lambda r: r.killed) == saved.count(lambda r: r.killed) + 1
+
+
+def test_measuring_again_refuses_a_changed_module_or_a_dropped_model(tmp_path: Path) -> None:
+    # Kept kills stand only if the module and the models that made them are what the saved run had.
+    changed = saved_run(["tests/models/UpdateCounter-small.cfg"], {})
+    changed.results[3].key = "PartitionUpdateCounter.update: a line since rewritten"
+    with pytest.raises(TidemarkError, match="differ from the saved run"):
+        measure_again(changed, SMALL_COUNTER, tmp_path, Children())
+    shorter = saved_run(["tests/models/UpdateCounter-small.cfg"], {})
+    shorter.results.pop()
+    with pytest.raises(TidemarkError, match="differ from the saved run"):
+        measure_again(shorter, SMALL_COUNTER, tmp_path, Children())
+    dropped = saved_run(["spec/UpdateCounter.cfg"], {})
+    with pytest.raises(TidemarkError, match=r"spec/UpdateCounter\.cfg are no longer targets"):
+        measure_again(dropped, SMALL_COUNTER, tmp_path, Children())

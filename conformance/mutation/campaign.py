@@ -274,6 +274,11 @@ TARGETS = {
             (resource("spec/PME.tla"), resource("tests/models/PME-outage.cfg")),
             (resource("spec/PME.tla"), resource("tests/models/PME-baseline.cfg")),
             (resource("spec/PMEFixed.tla"), resource("tests/models/PMEFixed-mutation.cfg")),
+            # Added after the first full run (measured with --again): LOST partitions (both owners of
+            # three servers fail) and the fixes through a total outage (a hole of two counters closed,
+            # the HWM floor).
+            (resource("spec/PME.tla"), resource("tests/models/PME-lost.cfg")),
+            (resource("spec/PMEFixed.tla"), resource("tests/models/PMEFixed-outage-mutation.cfg")),
         ),
         ("tests/test_pme_stateful.py", "tests/test_scenarios_pme.py"),
     ),
@@ -314,6 +319,11 @@ class ModuleScore(BaseModel):
     control_seconds: float = Field(description="replay of every model by the unmutated module")
     tests_run: bool = Field(default=True, description="whether survivors were run against the unit tests")
     results: list[MutantResult]
+    measured_again: int | None = Field(
+        default=None,
+        description="a run measured again (measure_again): how many of its survivors were replayed on "
+        "the models now; the other results are the earlier run's",
+    )
 
     def count(self, predicate: Callable[[MutantResult], bool]) -> int:
         return sum(1 for r in self.results if predicate(r))
@@ -434,4 +444,56 @@ def run_module(
         control_seconds=round(control_seconds, 2),
         tests_run=tests,
         results=results,
+    )
+
+
+def measure_again(
+    saved: ModuleScore,
+    target: Target,
+    work: Path,
+    children: Children,
+    *,
+    jobs: int = 2,
+    tests: bool = True,
+    on_result: Callable[[MutantResult], None] | None = None,
+) -> ModuleScore:
+    """A saved run of the module with its survivors measured again on the target's models now, for
+    models added since: every model of the saved run must still be a target, so a mutant it killed is
+    still killed (the graphs it was killed on are replayed again), and its result is kept. Survivors
+    the registry (as it is now) argues equivalent or outside the protocol are kept as they are: a kill
+    among them would only add to the protocol's score."""
+    current = mutants(target.path)
+    changed = [
+        r.key
+        for r in saved.results
+        if r.index >= len(current) or (current[r.index].key, current[r.index].line) != (r.key, r.line)
+    ]
+    if changed or len(current) != len(saved.results):
+        raise TidemarkError(
+            f"{len(changed) or 'some'} mutants differ from the saved run's (first: {changed[:1]})",
+            source=saved.path,
+            expected="the module unchanged since the run measured again",
+        )
+    dropped = sorted(set(saved.models) - {str(config) for _, config in target.models})
+    if dropped:
+        raise TidemarkError(
+            f"the saved run's models {', '.join(dropped)} are no longer targets",
+            source=saved.path,
+            expected="every model of the saved run still a target (its kills stand only then)",
+        )
+    for r in saved.results:  # classified by the registry now, as --rescore does
+        if r.survived:
+            r.category, r.explanation = explanation(saved.path, r.key) or (None, None)
+    again = [
+        current[r.index] for r in saved.results if r.survived and r.category not in ("equivalent", "outside")
+    ]
+    fresh = run_module(target, work, children, chosen=again, jobs=jobs, tests=tests, on_result=on_result)
+    measured = {r.index: r for r in fresh.results}
+    return ModuleScore(
+        path=saved.path,
+        models=fresh.models,
+        control_seconds=fresh.control_seconds,
+        tests_run=tests,
+        results=[measured.get(r.index, r) for r in saved.results],
+        measured_again=len(again),
     )
