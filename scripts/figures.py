@@ -43,6 +43,7 @@ MODELS = {
     "tests/models/PME-history.cfg": "spec/PME.tla",
     "tests/models/PME-lost.cfg": "spec/PME.tla",
     "tests/models/PME-small.cfg": "spec/PME.tla",
+    "tests/models/PMEFixed-outage-mutation.cfg": "spec/PMEFixed.tla",
     "spec/HazelcastAntiEntropy.cfg": "spec/HazelcastAntiEntropy.tla",
     "spec/HazelcastAntiEntropy-promotion.cfg": "spec/HazelcastAntiEntropy.tla",
     "spec/HazelcastAntiEntropy-liveness.cfg": "spec/HazelcastAntiEntropy.tla",
