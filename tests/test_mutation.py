@@ -226,7 +226,7 @@ def test_measuring_again_refuses_a_changed_module_or_a_dropped_model(tmp_path: P
         measure_again(changed, SMALL_COUNTER, tmp_path, Children())
     shorter = saved_run(["tests/models/UpdateCounter-small.cfg"], {})
     shorter.results.pop()
-    with pytest.raises(TidemarkError, match="differ from the saved run"):
+    with pytest.raises(TidemarkError, match=r"the module has \d+ mutants, the saved run \d+"):
         measure_again(shorter, SMALL_COUNTER, tmp_path, Children())
     dropped = saved_run(["spec/UpdateCounter.cfg"], {})
     with pytest.raises(TidemarkError, match=r"spec/UpdateCounter\.cfg are no longer targets"):

@@ -458,19 +458,25 @@ def measure_again(
     on_result: Callable[[MutantResult], None] | None = None,
 ) -> ModuleScore:
     """A saved run of the module with its survivors measured again on the target's models now, for
-    models added since: every model of the saved run must still be a target, so a mutant it killed is
-    still killed (the graphs it was killed on are replayed again), and its result is kept. Survivors
-    the registry (as it is now) argues equivalent or outside the protocol are kept as they are: a kill
-    among them would only add to the protocol's score."""
+    models added since. Every model of the saved run must still be a target: the graph that killed a
+    mutant would kill it again, so its result is kept. Survivors the registry (as it is now; the saved
+    survivors are classified anew in place) argues equivalent or outside the protocol are kept as they
+    are: a kill among them would only add to the protocol's score."""
     current = mutants(target.path)
+    if len(current) != len(saved.results):
+        raise TidemarkError(
+            f"the module has {len(current)} mutants, the saved run {len(saved.results)}",
+            source=saved.path,
+            expected="the module unchanged since the run measured again",
+        )
     changed = [
         r.key
-        for r in saved.results
-        if r.index >= len(current) or (current[r.index].key, current[r.index].line) != (r.key, r.line)
+        for r, m in zip(saved.results, current, strict=True)
+        if (r.index, r.key, r.line) != (m.index, m.key, m.line)
     ]
-    if changed or len(current) != len(saved.results):
+    if changed:
         raise TidemarkError(
-            f"{len(changed) or 'some'} mutants differ from the saved run's (first: {changed[:1]})",
+            f"{len(changed)} mutants differ from the saved run's, the first: {changed[0]}",
             source=saved.path,
             expected="the module unchanged since the run measured again",
         )
