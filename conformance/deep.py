@@ -253,6 +253,12 @@ def catch_in_deep_model(name: str, work_dir: Path, options: TlcOptions) -> SpecC
     )
 
 
+# TLC's budget for a deep model. The largest, the fixed PME-deep, took 2,608 s exhaustively with 2 workers
+# and an 8 GB heap on an otherwise idle 2-core machine (23,232,594 states, docs/pme.md, section 10); the
+# slowest zoo catch took 1,217 s. The 600 s default of a standard model would cut both short.
+DEEP_TLC = TlcOptions(workers=2, timeout=4 * 3600, heap="8g")
+
+
 def run_deep(
     *,
     work_dir: Path,
@@ -262,7 +268,7 @@ def run_deep(
     on_line: Callable[[str], None] | None = None,
 ) -> DeepReport:
     """Every deep model (or the named ones) and the issue-20 zoo entries, as the module docstring says."""
-    options = options or TlcOptions(workers=2)
+    options = options or DEEP_TLC
     started = time.monotonic()
     chosen = [m for m in DEEP_MODELS if models is None or m.name in models]
     if models is not None and len(chosen) != len(set(models)):
