@@ -40,7 +40,7 @@ from tidemark.conformance.mutation.campaign import (
     run_module,
 )
 from tidemark.conformance.mutation.points import mutants
-from tidemark.conformance.mutation.survivors import SURVIVORS, explanation
+from tidemark.conformance.mutation.survivors import SURVIVORS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,9 +148,7 @@ def _rescore(path: Path) -> int:
     if scores is None:
         return 2
     for score in scores:
-        for r in score.results:
-            if r.survived:
-                r.category, r.explanation = explanation(score.path, r.key) or (None, None)
+        score.classify()
         _print(score, None)
     return 0
 

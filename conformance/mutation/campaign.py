@@ -325,6 +325,12 @@ class ModuleScore(BaseModel):
         "the models now; the other results are the earlier run's",
     )
 
+    def classify(self) -> None:
+        """Give the survivors their category and explanation from the registry as it is now."""
+        for r in self.results:
+            if r.survived:
+                r.category, r.explanation = explanation(self.path, r.key) or (None, None)
+
     def count(self, predicate: Callable[[MutantResult], bool]) -> int:
         return sum(1 for r in self.results if predicate(r))
 
@@ -487,9 +493,7 @@ def measure_again(
             source=saved.path,
             expected="every model of the saved run still a target (its kills stand only then)",
         )
-    for r in saved.results:  # classified by the registry now, as --rescore does
-        if r.survived:
-            r.category, r.explanation = explanation(saved.path, r.key) or (None, None)
+    saved.classify()
     again = [
         current[r.index] for r in saved.results if r.survived and r.category not in ("equivalent", "outside")
     ]
